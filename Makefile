@@ -1,0 +1,97 @@
+# fscrypt per-extent keys on btrfs: kernel series and benchmarking lab.
+# `make help` lists the targets. Every target installs the Debian packages it
+# needs (apt-get) when they are missing.
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+FLAVOR ?= debug
+WORKLOAD ?=
+export ACCEL
+
+# Debian's python3, where python3-matplotlib/-scipy/-ply live (a pyenv or
+# venv python3 earlier in PATH would not see them).
+export PATH := /usr/bin:$(PATH)
+
+APT_KERNEL := linux-source-6.1 bc flex bison libelf-dev libssl-dev dwarves \
+	cpio ccache gcc make git xz-utils python3-ply python3-git
+APT_IMAGE := debootstrap e2fsprogs
+APT_VM := qemu-system-x86 qemu-utils
+APT_TESTS := gcc make libssl-dev
+APT_BENCH := python3-matplotlib python3-scipy python3-numpy
+
+# $(call need,packages): install the missing ones, after an apt-get update.
+define need
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
+		grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "apt: installing" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends $$missing >/dev/null || \
+		{ echo "apt-get could not install:" $$missing "(run as root, with working apt sources)"; exit 1; }; \
+	fi
+endef
+
+.PHONY: help kernel image tests-bin test shell bench check-series export-series \
+	checkpatch clean distclean
+
+help:
+	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
+	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
+	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-FLAVOR from patches/"
+	@echo "make image                   build the guest root image build/root.img"
+	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
+	@echo "make check-series            build every prefix of the series"
+	@echo "make export-series           regenerate patches/ from build/linux's history"
+	@echo "make checkpatch              scripts/checkpatch.pl --strict on patches/"
+	@echo "make clean | distclean       remove build outputs | also the kernel tree and image"
+	@echo "Variables: ACCEL=auto|kvm|tcg|icount  TIMEOUT=seconds  ONLY=test1,test2"
+
+kernel:
+	$(call need,$(APT_KERNEL))
+	@patches/kernel.sh build $(FLAVOR)
+
+# Rebuilt only when the package list or the image scripts change.
+image: $(BUILD)/root.img
+$(BUILD)/root.img: vm-images/packages.txt vm-images/build-rootfs.sh vm-images/lab-init
+	$(call need,$(APT_IMAGE))
+	@vm-images/build-rootfs.sh $@
+
+tests-bin:
+	$(call need,$(APT_TESTS))
+	@$(MAKE) -s -C tests OUT=$(BUILD)/tests/bin
+
+test:
+	@$(MAKE) -s kernel FLAVOR=debug
+	@$(MAKE) -s image tests-bin
+	$(call need,$(APT_VM))
+	@tests/run-tests.sh
+
+shell:
+	@$(MAKE) -s kernel image tests-bin
+	$(call need,$(APT_VM))
+	@vm-images/run-vm.sh --kernel $(BUILD)/bzImage-$(FLAVOR) --job $(BUILD)/tests \
+		--out $(BUILD)/runs/shell --scratch 4G --scratch 4G --shell
+
+bench:
+	@bench/run-bench.sh "$(WORKLOAD)"
+
+check-series:
+	$(call need,$(APT_KERNEL))
+	@patches/kernel.sh check-series $(if $(filter command line,$(origin FLAVOR)),$(FLAVOR),perf)
+
+export-series:
+	@patches/kernel.sh export
+
+checkpatch:
+	$(call need,$(APT_KERNEL))
+	@patches/kernel.sh tree
+	@$(BUILD)/linux/scripts/checkpatch.pl --strict --quiet patches/*.patch && \
+		echo "checkpatch --strict: clean"
+
+clean:
+	rm -rf $(BUILD)/obj-* $(BUILD)/bzImage-* $(BUILD)/tests $(BUILD)/jobs $(BUILD)/runs
+
+distclean:
+	@patches/kernel.sh tree-is-exported
+	rm -rf $(BUILD)

@@ -1,0 +1,39 @@
+#!/bin/bash
+# In-guest test harness; becomes /job/run (see tests/run-tests.sh).
+#
+# Runs every test program in /job/tests/bin in name order, each on freshly
+# zeroed-out scratch disks, and writes one line per test to
+# $RESULTS/tests.tsv: name, status (PASS/FAIL/SKIP), seconds.
+# Exit status convention of a test: 0 pass, 77 skip, anything else fail.
+# A "LAB-TEST-START <name>" marker on the console lets the host attribute a
+# kernel splat to the test that was running.
+export SCRATCH_DEV=/dev/vdd SCRATCH_DEV2=/dev/vde SCRATCH_MNT=/mnt/scratch
+export SCRATCH_MNT2=/mnt/scratch2 PATH=/job/tests/bin:$PATH
+TEST_TIMEOUT=${TEST_TIMEOUT:-900}
+mkdir -p "$RESULTS/tests" "$SCRATCH_MNT" "$SCRATCH_MNT2"
+: >"$RESULTS/tests.tsv"
+
+only=${LAB_ARGS:-}	# optional comma-separated list of tests to run
+for t in /job/tests/bin/*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then
+		continue
+	fi
+	echo "LAB-TEST-START $name" >/dev/console
+	start=$(date +%s)
+	timeout -k 10 "$TEST_TIMEOUT" "$t" >"$RESULTS/tests/$name.log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	umount -q "$SCRATCH_MNT" "$SCRATCH_MNT2" 2>/dev/null
+	case $rc in
+	0) status=PASS ;;
+	77) status=SKIP ;;
+	124) status=FAIL; echo "(killed after ${TEST_TIMEOUT}s)" >>"$RESULTS/tests/$name.log" ;;
+	*) status=FAIL ;;
+	esac
+	printf '%s\t%s\t%s\n' "$name" "$status" "$secs" >>"$RESULTS/tests.tsv"
+	echo "LAB-TEST $status $name (${secs}s)" >/dev/console
+done
+dmesg >"$RESULTS/dmesg.txt"
+exit 0

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Test of the VM runner itself: deliberately broken jobs must fail, each with
+# the right exit status and a message that says why.
+#   - a job that exits 3            -> status 1, "job exited with code 3"
+#   - a job that crashes the kernel -> status 2, "kernel splat ... oops"
+#     (echo c > /proc/sysrq-trigger)
+#   - a job that hangs              -> status 3, "timeout"
+# and a good job passes (status 0), so the checks are not vacuous.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+kernel=${KERNEL:-$top/build/bzImage-debug}
+work=$top/build/runs/runner-selftest
+rm -rf "$work"
+mkdir -p "$work"
+fails=0
+
+job() { # name script
+	mkdir -p "$work/$1.job"
+	printf '#!/bin/bash\n%s\n' "$2" >"$work/$1.job/run"
+	chmod +x "$work/$1.job/run"
+}
+expect() { # name want-status want-verdict-regex [runner args]
+	local name=$1 want=$2 re=$3 rc verdict
+	shift 3
+	"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$work/$name.job" \
+		--out "$work/$name" --cpus 1 "$@" >"$work/$name.out" 2>&1
+	rc=$?
+	verdict=$(cat "$work/$name/verdict" 2>/dev/null)
+	if [ "$rc" = "$want" ] && echo "$verdict" | grep -Eq "$re"; then
+		echo "ok   $name: status $rc: $verdict"
+	else
+		echo "FAIL $name: status $rc (want $want), verdict '$verdict' (want /$re/)"
+		tail -n 20 "$work/$name.out"
+		fails=$((fails + 1))
+	fi
+}
+
+job good 'echo fine; exit 0'
+job exit3 'echo failing on purpose; exit 3'
+job crash 'echo c > /proc/sysrq-trigger; sleep 60'
+job hang 'sleep 3600'
+
+expect good 0 '^ok: job passed'
+expect exit3 1 'job exited with code 3'
+expect crash 2 'kernel splat on the console \(.*(oops|kernel panic)'
+expect hang 3 'timeout' --timeout 100
+[ "$fails" = 0 ]

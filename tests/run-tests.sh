@@ -1,0 +1,79 @@
+#!/bin/bash
+# Host side of `make test`: run the guest tests in one boot of the debug
+# kernel, then the host-side tests (tests/host/*.sh), and print one line per
+# test followed by "N passed, N failed, N skipped".
+#
+#   tests/run-tests.sh              everything
+#   ONLY=a,b tests/run-tests.sh     only these guest tests (host tests too)
+#   HOST_TESTS=0                    skip the host-side tests
+#
+# Expects `make kernel FLAVOR=debug`, `make image` and the test binaries
+# (build/tests/bin) to be built; the Makefile does that first.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+kernel=$build/bzImage-debug
+stamp=$(date +%Y%m%d-%H%M%S)
+run=$build/runs/test-$stamp
+job=$build/jobs/test
+TIMEOUT=${TIMEOUT:-2400}
+
+passed=0 failed=0 skipped=0
+report() { # status name detail
+	printf '%-4s %s%s\n' "$1" "$2" "${3:+ ($3)}"
+	case $1 in PASS) passed=$((passed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;; *) failed=$((failed + 1)) ;; esac
+}
+
+rm -rf "$job"
+mkdir -p "$job/tests" "$build/runs"
+cp -r "$build/tests/bin" "$job/tests/bin"
+install -m 0755 "$top/tests/guest-run.sh" "$job/run"
+ln -sfn "test-$stamp" "$build/runs/test-latest"
+
+echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
+start=$(date +%s)
+"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$job" --out "$run" \
+	--scratch 1G --scratch 1G --timeout "$TIMEOUT" ${ONLY:+--lab-args "$ONLY"}
+vm_rc=$?
+echo "== guest run took $(( $(date +%s) - start ))s"
+
+if [ -f "$run/results/tests.tsv" ]; then
+	while IFS=$'\t' read -r name status secs; do
+		detail="${secs}s"
+		if [ "$status" != PASS ]; then
+			detail+="; log: $run/results/tests/$name.log"
+			[ "$status" = SKIP ] && detail="$(tail -n 1 "$run/results/tests/$name.log")"
+		fi
+		report "$status" "guest/$name" "$detail"
+		if [ "$status" = FAIL ]; then
+			tail -n 15 "$run/results/tests/$name.log" | sed 's/^/       | /'
+		fi
+	done <"$run/results/tests.tsv"
+fi
+# The boot itself is a test: a splat, a timeout or a missing result fails it,
+# whatever the tests said.
+case $vm_rc in
+0|1) report PASS "guest/kernel-console-clean" ;;
+*) report FAIL "guest/kernel-console-clean" "$(cat "$run/verdict" 2>/dev/null)" ;;
+esac
+
+if [ "${HOST_TESTS:-1}" = 1 ]; then
+	echo "== host tests"
+	for t in "$top"/tests/host/*.sh; do
+		[ -x "$t" ] || continue
+		name=host/$(basename "$t" .sh)
+		log=$build/runs/test-$stamp/$(basename "$t" .sh).log
+		tstart=$(date +%s)
+		"$t" >"$log" 2>&1
+		rc=$?
+		secs=$(( $(date +%s) - tstart ))
+		case $rc in
+		0) report PASS "$name" "${secs}s" ;;
+		77) report SKIP "$name" "$(tail -n 1 "$log")" ;;
+		*) report FAIL "$name" "${secs}s; log: $log"; tail -n 15 "$log" | sed 's/^/       | /' ;;
+		esac
+	done
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

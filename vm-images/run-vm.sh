@@ -1,0 +1,195 @@
+#!/bin/bash
+# Boot a lab kernel in QEMU and run one job in it (the kvm-xfstests pattern).
+#
+#   vm-images/run-vm.sh --kernel bzImage --job DIR --out DIR [options]
+#
+#   --kernel FILE    bzImage to boot (built-in virtio, no initramfs)
+#   --job DIR        directory whose contents become /job in the guest; the
+#                    guest runs /job/run (vm-images/lab-init)
+#   --out DIR        where the run is saved: console.log, results/, run.info
+#   --root FILE      root image (default build/root.img), attached snapshot=on
+#   --scratch SIZE   add a scratch virtio-blk disk (cache=none); repeatable.
+#                    The guest sees them as /dev/vdd, /dev/vde, ...
+#   --timeout SEC    hard limit for the whole run (default 1800)
+#   --accel MODE     auto|kvm|tcg|icount (default: $ACCEL or auto)
+#   --cpus N --mem MB
+#   --append ARGS    extra kernel command line
+#   --lab-args STR   passed to /job/run as $LAB_ARGS (no spaces)
+#   --shell          interactive root shell on this terminal, no timeout
+#
+# Disks: vda root (snapshot=on: the guest cannot change the image),
+# vdb job (a tar, read-only), vdc results (the guest writes a tar to it),
+# vdd... scratch.
+#
+# Exit status: 0 when the job exited 0 and the console is clean;
+# 1 job failed, 2 kernel splat on the console, 3 timeout, 4 no results,
+# 5 usage or setup error. The reason is printed, and saved in $out/verdict.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+
+kernel= job= out= root=$top/build/root.img timeout=1800 accel=${ACCEL:-auto}
+cpus=2 mem=3072 append= lab_args= shell=0 scratch=()
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 5; }
+die() { echo "run-vm.sh: error: $*" >&2; [ -n "$out" ] && [ -d "$out" ] && echo "setup error: $*" >"$out/verdict"; exit 5; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift ;;
+	--job) job=$2; shift ;;
+	--out) out=$2; shift ;;
+	--root) root=$2; shift ;;
+	--scratch) scratch+=("$2"); shift ;;
+	--timeout) timeout=$2; shift ;;
+	--accel) accel=$2; shift ;;
+	--cpus) cpus=$2; shift ;;
+	--mem) mem=$2; shift ;;
+	--append) append=$2; shift ;;
+	--lab-args) lab_args=$2; shift ;;
+	--shell) shell=1 ;;
+	-h|--help) usage ;;
+	*) echo "run-vm.sh: unknown option $1" >&2; usage ;;
+	esac
+	shift
+done
+[ -n "$kernel" ] && [ -n "$out" ] || usage
+[ -f "$kernel" ] || die "kernel $kernel not found (make kernel)"
+[ -f "$root" ] || die "root image $root not found (make image)"
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+rm -rf "$out/results" "$out/disks" "$out/verdict"
+mkdir -p "$out/results" "$out/disks"
+
+# --- acceleration -----------------------------------------------------------
+
+# A short boot under KVM with no root disk: a working KVM reaches the
+# "VFS: Unable to mount root" panic in a second or two; this machine's nested
+# KVM hangs in the decompressor, so the probe gives up quickly. The answer is
+# cached per host kernel and QEMU version.
+kvm_works() {
+	[ -w /dev/kvm ] || return 1
+	local cache=$top/build/kvm-probe key
+	key="$(uname -r) $(qemu-system-x86_64 --version | head -n1)"
+	if [ -f "$cache" ] && [ "$(head -n1 "$cache")" = "$key" ]; then
+		[ "$(sed -n 2p "$cache")" = yes ]
+		return
+	fi
+	echo "[vm] probing KVM with a 20 s test boot (cached in $cache)" >&2
+	local plog=$top/build/kvm-probe.log ok=no
+	timeout -k 2 20 qemu-system-x86_64 -nodefaults -no-reboot -display none \
+		-accel kvm -cpu host -m 256 -kernel "$kernel" \
+		-append "console=ttyS0 panic=-1" -serial "file:$plog" >/dev/null 2>&1
+	grep -q -e "Kernel panic" -e "VFS:" "$plog" 2>/dev/null && ok=yes
+	mkdir -p "$top/build"
+	printf '%s\n%s\n' "$key" "$ok" >"$cache"
+	[ $ok = yes ]
+}
+
+case "$accel" in
+auto) if kvm_works; then accel=kvm; else accel=tcg; fi ;;
+kvm|tcg|icount) ;;
+*) die "unknown ACCEL/--accel '$accel' (use auto, kvm, tcg or icount)" ;;
+esac
+case "$accel" in
+kvm) accel_args=(-accel kvm -cpu host) ;;
+tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+# icount needs single-threaded TCG; the guest clock counts instructions.
+icount) accel_args=(-accel tcg,thread=single -icount shift=auto -cpu max) ;;
+esac
+
+# --- disks --------------------------------------------------------------------
+
+jobtar=$out/disks/job.tar
+if [ -n "$job" ]; then
+	[ -d "$job" ] || die "job directory $job not found"
+	tar -cf "$jobtar" -C "$job" . || die "cannot pack job $job"
+else
+	tar -cf "$jobtar" -T /dev/null
+fi
+results=$out/disks/results.img
+truncate -s 1G "$results"
+
+drives=(
+	-drive "file=$root,format=raw,if=virtio,snapshot=on,cache=unsafe"
+	-drive "file=$jobtar,format=raw,if=virtio,readonly=on"
+	-drive "file=$results,format=raw,if=virtio,cache=unsafe"
+)
+i=0
+for size in "${scratch[@]}"; do
+	img=$out/disks/scratch$i.img
+	truncate -s "$size" "$img" || die "cannot create scratch disk of size $size"
+	drives+=(-drive "file=$img,format=raw,if=virtio,cache=none,aio=threads")
+	i=$((i + 1))
+done
+
+cmdline="console=ttyS0 root=/dev/vda rw rootfstype=ext4 init=/sbin/lab-init"
+cmdline+=" panic=-1 oops=panic printk.devkmsg=on"
+[ -n "$lab_args" ] && cmdline+=" lab.args=$lab_args"
+[ "$shell" = 1 ] && cmdline+=" lab.shell=1"
+[ -n "$append" ] && cmdline+=" $append"
+
+qemu=(qemu-system-x86_64 -nodefaults -no-reboot -display none
+	"${accel_args[@]}" -smp "$cpus" -m "$mem"
+	-kernel "$kernel" -append "$cmdline"
+	"${drives[@]}" -device virtio-rng-pci)
+
+console=$out/console.log
+: >"$console"
+{
+	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "accel=$accel"
+	echo "cpus=$cpus"
+	echo "mem_mb=$mem"
+	echo "kernel=$kernel"
+	[ -f "$kernel.info" ] && sed 's/^/kernel_/' "$kernel.info"
+	echo "timeout_s=$timeout"
+	printf 'qemu_cmdline='; printf '%q ' "${qemu[@]}"; echo
+} >"$out/run.info"
+echo "[vm] booting $(basename "$kernel") accel=$accel cpus=$cpus mem=${mem}M timeout=${timeout}s; console: $console"
+
+# --- run ------------------------------------------------------------------------
+
+start=$(date +%s)
+if [ "$shell" = 1 ]; then
+	"${qemu[@]}" -chardev "stdio,id=con,mux=on,signal=off,logfile=$console" \
+		-serial chardev:con -mon chardev=con
+	rc=$?
+else
+	# Progress: echo the job's LAB-* marker lines as they appear.
+	tail -n +1 -F "$console" 2>/dev/null |
+		grep --line-buffered -E '^LAB-(TEST|PROGRESS|JOB)' | sed -u 's/^/[vm] /' &
+	ticker=$!
+	timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$console" </dev/null
+	rc=$?
+	sleep 0.5
+	kill $ticker 2>/dev/null
+	pkill -P $ticker 2>/dev/null
+fi
+elapsed=$(( $(date +%s) - start ))
+echo "elapsed_s=$elapsed" >>"$out/run.info"
+echo "qemu_exit=$rc" >>"$out/run.info"
+
+# --- verdict --------------------------------------------------------------------
+
+tar -xf "$results" -C "$out/results" 2>/dev/null
+[ -s "$out/disks/results.img" ] && rm -f "$out/disks/results.img"
+[ "${KEEP_DISKS:-0}" = 1 ] || rm -rf "$out/disks"
+
+verdict() { echo "$2" >"$out/verdict"; echo "[vm] $2"; exit "$1"; }
+
+splats=$("$here/console-check.sh" "$console")
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	[ -n "$splats" ] && echo "$splats" | sed 's/^/[vm]   /'
+	verdict 3 "FAIL: timeout: the run was killed after ${timeout}s (raise --timeout/TIMEOUT=, or look at the end of $console for where it hung)"
+fi
+if [ -n "$splats" ]; then
+	echo "$splats" | head -n 5 | sed 's/^/[vm]   /'
+	kinds=$(echo "$splats" | cut -d: -f1 | sort -u | paste -sd, -)
+	verdict 2 "FAIL: kernel splat on the console ($kinds); see $console"
+fi
+[ "$shell" = 1 ] && verdict 0 "shell session ended after ${elapsed}s"
+if [ ! -f "$out/results/exit-code" ]; then
+	verdict 4 "FAIL: no results came back from the guest (qemu exit $rc); see $console"
+fi
+jrc=$(cat "$out/results/exit-code")
+[ "$jrc" = 0 ] || verdict 1 "FAIL: the job exited with code $jrc after ${elapsed}s; output in $out/results/job.log"
+verdict 0 "ok: job passed in ${elapsed}s (accel=$accel)"
