@@ -26,7 +26,8 @@ report() { # status name detail
 
 rm -rf "$job"
 mkdir -p "$job/tests" "$build/runs"
-cp -r "$build/tests/bin" "$job/tests/bin"
+mkdir -p "$job/tests/bin"
+find "$build/tests/bin" -maxdepth 1 -type f -perm -u+x -exec cp {} "$job/tests/bin/" \;
 install -m 0755 "$top/tests/guest-run.sh" "$job/run"
 ln -sfn "test-$stamp" "$build/runs/test-latest"
 

@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-2.0
+/* lab.c - helper library for the in-guest test programs; see lab.h. */
+#include "lab.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+int lab_failures;
+
+/*
+ * mkfs.*, btrfs, ... live in sbin: make sure run() finds them even if the
+ * harness started us with a user-style PATH (else they would look missing).
+ */
+static void lab_ensure_path(void)
+{
+	static const char sbin[] = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin";
+	const char *path = getenv("PATH");
+	char buf[8192];
+
+	if (!path || !*path) {
+		setenv("PATH", sbin, 1);
+		return;
+	}
+	if (strstr(path, "/usr/sbin") && strstr(path, "/usr/bin"))
+		return;
+	if ((size_t)snprintf(buf, sizeof(buf), "%s:%s", path, sbin) < sizeof(buf))
+		setenv("PATH", buf, 1);
+}
+
+/* Line-buffer stdout so our output interleaves sanely with child commands. */
+__attribute__((constructor)) static void lab_init(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	lab_ensure_path();
+}
+
+/* ---- result bookkeeping ------------------------------------------------ */
+
+void lab_fail(const char *file, int line, const char *expr,
+	      const char *fmt, ...)
+{
+	va_list ap;
+
+	lab_failures++;
+	printf("FAIL %s:%d: [%s] ", file, line, expr);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+const char *lab_errname(int err)
+{
+	const char *name = err ? strerrorname_np(err) : "0";
+
+	return name ? name : "E?";
+}
+
+LAB_PRINTF(4, 0)
+static void lab_vfail_op(const char *file, int line, const char *what,
+			 const char *fmt, va_list ap)
+{
+	char op[512];
+
+	vsnprintf(op, sizeof(op), fmt, ap);
+	lab_fail(file, line, op, "%s", what);
+}
+
+int lab_expect_errno(const char *file, int line, long ret, int err,
+		     int expected, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	if (ret == -1 && err == expected)
+		return 1;
+	if (ret == -1)
+		snprintf(what, sizeof(what),
+			 "expected failure with " LAB_ERR_FMT
+			 ", got failure with " LAB_ERR_FMT,
+			 LAB_ERR_ARGS(expected), LAB_ERR_ARGS(err));
+	else
+		snprintf(what, sizeof(what),
+			 "expected failure with " LAB_ERR_FMT
+			 ", got success (return value %ld)",
+			 LAB_ERR_ARGS(expected), ret);
+	va_start(ap, fmt);
+	lab_vfail_op(file, line, what, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+int lab_expect_ok(const char *file, int line, long ret, int err,
+		  const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	if (ret >= 0)
+		return 1;
+	snprintf(what, sizeof(what),
+		 "expected success, got return value %ld with errno " LAB_ERR_FMT,
+		 ret, LAB_ERR_ARGS(err));
+	va_start(ap, fmt);
+	lab_vfail_op(file, line, what, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+int lab_result(const char *test_name)
+{
+	if (lab_failures == 0) {
+		printf("PASS: %s\n", test_name);
+		return LAB_PASS;
+	}
+	printf("FAIL: %s: %d check(s) failed\n", test_name, lab_failures);
+	return LAB_FAIL;
+}
+
+void lab_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("SKIP: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(LAB_SKIP);
+}
+
+void lab_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FATAL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(LAB_FAIL);
+}
+
+/* ---- environment, memory, paths ---------------------------------------- */
+
+const char *lab_env(const char *name)
+{
+	const char *val = getenv(name);
+
+	if (!val || !*val)
+		lab_die("environment variable %s is not set (the test harness must set SCRATCH_DEV, SCRATCH_DEV2 and SCRATCH_MNT)",
+			name);
+	return val;
+}
+
+void *lab_xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (!p)
+		lab_die("out of memory allocating %zu bytes", size);
+	return p;
+}
+
+void lab_pathf(char *out, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		lab_die("path too long (format \"%s\")", fmt);
+}
+
+/* ---- commands, mkfs, mount --------------------------------------------- */
+
+int run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int n, st;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd)) {
+		printf("run: command too long (format \"%s\")\n", fmt);
+		return -1;
+	}
+	printf("+ %s\n", cmd);
+	fflush(stdout);
+	fflush(stderr);
+	st = system(cmd);
+	if (st == -1) {
+		int e = errno;
+
+		printf("run: system() failed: " LAB_ERR_FMT "\n", LAB_ERR_ARGS(e));
+		return -1;
+	}
+	if (WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		st = 128 + WTERMSIG(st);
+	else
+		st = -1;
+	if (st != 0)
+		printf("run: exit status %d\n", st);
+	return st;
+}
+
+int lab_mkfs(const char *mkfs_cmd, const char *dev)
+{
+	return run("%s %s", mkfs_cmd, dev);
+}
+
+#define LAB_MAX_MOUNTS 4
+static char lab_mounts[LAB_MAX_MOUNTS][PATH_MAX];
+
+static void lab_forget_mount(const char *mnt)
+{
+	int i;
+
+	for (i = 0; i < LAB_MAX_MOUNTS; i++)
+		if (strcmp(lab_mounts[i], mnt) == 0)
+			lab_mounts[i][0] = '\0';
+}
+
+/* Exit handler: unmount whatever the test left mounted (newest first). */
+static void lab_cleanup_mounts(void)
+{
+	char mnt[PATH_MAX];
+	int i;
+
+	for (i = LAB_MAX_MOUNTS - 1; i >= 0; i--) {
+		if (!lab_mounts[i][0])
+			continue;
+		memcpy(mnt, lab_mounts[i], sizeof(mnt));
+		printf("cleanup: unmounting %s\n", mnt);
+		if (lab_umount(mnt) == 0)
+			continue;
+		if (umount2(mnt, MNT_DETACH) == 0)
+			printf("cleanup: lazily detached busy mount %s\n", mnt);
+		lab_forget_mount(mnt);
+	}
+	fflush(stdout);
+}
+
+static void lab_remember_mount(const char *mnt)
+{
+	static int registered;
+	int i;
+
+	if (!registered) {
+		atexit(lab_cleanup_mounts);
+		registered = 1;
+	}
+	if (strlen(mnt) >= PATH_MAX)
+		return;
+	for (i = 0; i < LAB_MAX_MOUNTS; i++) {
+		if (!lab_mounts[i][0]) {
+			strcpy(lab_mounts[i], mnt);
+			return;
+		}
+	}
+	printf("lab_mount: warning: too many mounts to track %s\n", mnt);
+}
+
+int lab_mount(const char *dev, const char *mnt, const char *fstype,
+	      const char *opts)
+{
+	printf("mount -t %s %s%s %s %s\n", fstype, opts ? "-o " : "",
+	       opts ? opts : "", dev, mnt);
+	if (mount(dev, mnt, fstype, 0, opts) != 0) {
+		int e = errno;
+
+		printf("mount of %s on %s failed: " LAB_ERR_FMT "\n", dev, mnt,
+		       LAB_ERR_ARGS(e));
+		errno = e;
+		return -1;
+	}
+	lab_remember_mount(mnt);
+	return 0;
+}
+
+int lab_umount(const char *mnt)
+{
+	int i, e = 0;
+
+	printf("umount %s\n", mnt);
+	sync();
+	for (i = 0; i < 10; i++) {
+		if (umount(mnt) == 0) {
+			lab_forget_mount(mnt);
+			return 0;
+		}
+		e = errno;
+		if (e != EBUSY)
+			break;
+		usleep(200 * 1000);
+	}
+	printf("umount %s failed: " LAB_ERR_FMT "\n", mnt, LAB_ERR_ARGS(e));
+	errno = e;
+	return -1;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static size_t lab_initial_cap(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		return (size_t)st.st_size + 1;
+	return 4096;
+}
+
+void *read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char *buf, *nbuf;
+	size_t cap, used = 0;
+	ssize_t n;
+	int e;
+
+	if (fd < 0)
+		return NULL;
+	cap = lab_initial_cap(fd);
+	buf = malloc(cap + 1);
+	if (!buf)
+		goto fail;
+	for (;;) {
+		if (used == cap) {
+			nbuf = realloc(buf, cap * 2 + 1);
+			if (!nbuf)
+				goto fail;
+			buf = nbuf;
+			cap *= 2;
+		}
+		n = read(fd, buf + used, cap - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	close(fd);
+	buf[used] = '\0';
+	*len = used;
+	return buf;
+fail:
+	e = errno;
+	free(buf);
+	close(fd);
+	errno = e;
+	return NULL;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const unsigned char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = pwrite(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		off += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, buf, len) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (fsync(fd) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+int lab_drop_caches(const char *what)
+{
+	sync();
+	return write_file("/proc/sys/vm/drop_caches", what, strlen(what));
+}
+
+size_t lab_first_diff(const void *a, const void *b, size_t len)
+{
+	const unsigned char *pa = a, *pb = b;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (pa[i] != pb[i])
+			return i;
+	return len;
+}
+
+int lab_check_file_equals(const char *file, int line, const char *path,
+			  const void *expect, size_t len)
+{
+	const unsigned char *exp = expect;
+	unsigned char *got;
+	size_t got_len, off;
+	int ok = 1;
+
+	got = read_file(path, &got_len);
+	if (!got) {
+		int e = errno;
+
+		lab_fail(file, line, "read_file", "reading %s: " LAB_ERR_FMT,
+			 path, LAB_ERR_ARGS(e));
+		return 0;
+	}
+	if (got_len != len) {
+		lab_fail(file, line, "size", "%s: expected %zu bytes, got %zu",
+			 path, len, got_len);
+		ok = 0;
+	} else if ((off = lab_first_diff(exp, got, len)) != len) {
+		lab_fail(file, line, "content",
+			 "%s: first difference at offset %zu: expected 0x%02x, got 0x%02x",
+			 path, off, exp[off], got[off]);
+		ok = 0;
+	}
+	free(got);
+	return ok;
+}
+
+/* ---- patterns and scanning ---------------------------------------------- */
+
+static uint64_t splitmix64_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void fill_pattern(void *buf, size_t len, uint32_t seed)
+{
+	uint64_t state = 0x6c61622d70617474ULL ^ (((uint64_t)seed << 32) | seed);
+	unsigned char *p = buf;
+	uint64_t word = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			word = splitmix64_next(&state);
+		p[i] = (unsigned char)(word >> (8 * (i % 8)));
+	}
+}
+
+void stamp_marker(void *buf, size_t len, const void *marker, size_t mlen,
+		  size_t stride)
+{
+	unsigned char *p = buf;
+	size_t off;
+
+	if (mlen == 0 || stride == 0)
+		return;
+	for (off = 0; off + mlen <= len; off += stride)
+		memcpy(p + off, marker, mlen);
+}
+
+size_t count_occurrences(const void *hay, size_t hlen, const void *needle,
+			 size_t nlen)
+{
+	const unsigned char *p = hay, *end = p + hlen, *hit;
+	size_t count = 0;
+
+	if (nlen == 0)
+		return 0;
+	while ((size_t)(end - p) >= nlen) {
+		hit = memmem(p, (size_t)(end - p), needle, nlen);
+		if (!hit)
+			break;
+		count++;
+		p = hit + 1;
+	}
+	return count;
+}
+
+#define LAB_SCAN_CHUNK (8u << 20)
+#define LAB_SCAN_ALIGN 4096u
+
+/* Open for scanning: O_DIRECT if supported, else buffered + flushed cache. */
+static int lab_open_for_scan(const char *dev)
+{
+	int fd = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		(void)ioctl(fd, BLKFLSBUF, 0); /* only works on block devices */
+	return fd;
+}
+
+/*
+ * Read [off, off+len) fully into buf.  Returns bytes read (short only at end
+ * of device), or -1.
+ */
+static ssize_t lab_pread_full(int fd, unsigned char *buf, size_t len, off_t off)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = pread(fd, buf + got, len - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Buffer layout: [pad bytes for the carried-over tail][chunk].  The last
+ * nlen-1 bytes of each chunk are moved in front of the next one, so a match
+ * straddling a boundary is seen exactly once: a match starting in the carried
+ * tail must end in the new chunk, so it was not counted before.
+ */
+long long count_occurrences_on_device(const char *dev, const void *needle,
+				      size_t len)
+{
+	size_t pad, carry = 0, keep;
+	unsigned char *mem = NULL, *data;
+	void *aligned;
+	long long count = 0;
+	off_t size, off = 0;
+	ssize_t n;
+	int fd, e;
+
+	if (len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	fd = lab_open_for_scan(dev);
+	if (fd < 0)
+		return -1;
+	size = lseek(fd, 0, SEEK_END);
+	if (size < 0)
+		goto fail;
+	pad = (len - 1 + LAB_SCAN_ALIGN - 1) / LAB_SCAN_ALIGN * LAB_SCAN_ALIGN;
+	e = posix_memalign(&aligned, LAB_SCAN_ALIGN, pad + LAB_SCAN_CHUNK);
+	if (e != 0) {
+		errno = e;
+		goto fail;
+	}
+	mem = aligned;
+	data = mem + pad;
+	while (off < size) {
+		n = lab_pread_full(fd, data, LAB_SCAN_CHUNK, off);
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		count += (long long)count_occurrences(data - carry,
+						      carry + (size_t)n,
+						      needle, len);
+		off += n;
+		keep = carry + (size_t)n < len - 1 ? carry + (size_t)n : len - 1;
+		memmove(data - keep, data + n - keep, keep);
+		carry = keep;
+	}
+	free(mem);
+	close(fd);
+	return count;
+fail:
+	e = errno ? errno : ENOMEM;
+	free(mem);
+	close(fd);
+	errno = e;
+	return -1;
+}
