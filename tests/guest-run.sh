@@ -36,4 +36,19 @@ for t in /job/tests/bin/*; do
 	echo "LAB-TEST $status $name (${secs}s)" >/dev/console
 done
 dmesg >"$RESULTS/dmesg.txt"
+
+# KUnit suites built into the kernel ran at boot; their KTAP results are in
+# the kernel log. One line per test case, as kunit/<suite>/<case>.
+sed 's/^\[[ 0-9.]*\] //' "$RESULTS/dmesg.txt" | awk -v out="$RESULTS" '
+	/^    # Subtest: / { suite = $3; next }
+	suite != "" && /^    (not )?ok [0-9]+ / {
+		status = ($1 == "not") ? "FAIL" : "PASS"
+		name = ($1 == "not") ? $4 : $3
+		if ($0 ~ / # SKIP/) status = "SKIP"
+		printf "kunit/%s/%s\t%s\t0\n", suite, name, status >> (out "/tests.tsv")
+		next
+	}
+	suite != "" { print >> (out "/tests/kunit-" suite ".log") }
+	/^(not )?ok [0-9]+ / { suite = "" }
+'
 exit 0

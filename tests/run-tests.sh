@@ -29,6 +29,7 @@ mkdir -p "$job/tests" "$build/runs"
 mkdir -p "$job/tests/bin"
 find "$build/tests/bin" -maxdepth 1 -type f -perm -u+x -exec cp {} "$job/tests/bin/" \;
 install -m 0755 "$top/tests/guest-run.sh" "$job/run"
+cp -r "$top/profiles" "$job/profiles"
 ln -sfn "test-$stamp" "$build/runs/test-latest"
 
 echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
@@ -39,14 +40,23 @@ vm_rc=$?
 echo "== guest run took $(( $(date +%s) - start ))s"
 
 if [ -f "$run/results/tests.tsv" ]; then
+	# Every KUnit suite the series adds must have reported.
+	for suite in $(grep -h -A4 '^+static struct kunit_suite' "$top"/patches/*.patch |
+		       sed -n 's/^+[[:space:]]*\.name = "\(.*\)",/\1/p'); do
+		grep -q "^kunit/$suite/" "$run/results/tests.tsv" ||
+			printf 'kunit/%s\tFAIL\t0\n' "$suite" >>"$run/results/tests.tsv"
+	done
 	while IFS=$'\t' read -r name status secs; do
 		detail="${secs}s"
 		if [ "$status" != PASS ]; then
 			detail+="; log: $run/results/tests/$name.log"
 			[ "$status" = SKIP ] && detail="$(tail -n 1 "$run/results/tests/$name.log")"
 		fi
+		case $name in
+		kunit/*) detail=; [ "$status" = PASS ] || detail="see $run/results/tests/kunit-$(echo "$name" | cut -d/ -f2).log, or 'did not run'" ;;
+		esac
 		report "$status" "guest/$name" "$detail"
-		if [ "$status" = FAIL ]; then
+		if [ "$status" = FAIL ] && [ -f "$run/results/tests/$name.log" ]; then
 			tail -n 15 "$run/results/tests/$name.log" | sed 's/^/       | /'
 		fi
 	done <"$run/results/tests.tsv"

@@ -13,6 +13,7 @@
  *     device: the secret markers must be absent, the control ones present.
  */
 #include "fscrypt_roundtrip.h"
+#include "fscrypt_util.h"
 #include "lab.h"
 
 #include <dirent.h>
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/fscrypt.h>
@@ -40,7 +40,8 @@
 #define RT_LONG_NAME_LEN 200
 #define RT_MAX_ENTS 16
 #define RT_MAX_LIST 32
-#define RT_KEY_SIZE 64
+/* The master key is lab_master_key(RT_KEY_SEED) (not a file data seed). */
+#define RT_KEY_SEED 3
 
 enum rt_kind { RT_FILE, RT_DIR, RT_SYMLINK };
 
@@ -58,10 +59,8 @@ struct rt_ctx {
 	const char *mnt;
 	char enc[PATH_MAX];		/* the encrypted directory */
 	char plain[PATH_MAX];		/* an unencrypted directory */
-	int rootfd;			/* fd of the mount root, for key ioctls */
-	unsigned char key[RT_KEY_SIZE];
 	unsigned char id[FSCRYPT_KEY_IDENTIFIER_SIZE];
-	struct fscrypt_policy_v2 policy;
+	struct fscrypt_policy_v2 policy; /* lab_default_policy(id) */
 	struct rt_entry ents[RT_MAX_ENTS];
 	size_t nents;
 };
@@ -217,27 +216,7 @@ static int rt_listing_has(const struct rt_listing *l, const char *name)
 	return 0;
 }
 
-/* ---- keys --------------------------------------------------------------- */
-
-static int rt_ioctl_add_key(struct rt_ctx *c, unsigned char id_out[16],
-			    int *err)
-{
-	size_t sz = sizeof(struct fscrypt_add_key_arg) + RT_KEY_SIZE;
-	struct fscrypt_add_key_arg *arg = lab_xmalloc(sz);
-	int ret;
-
-	memset(arg, 0, sz);
-	arg->key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
-	arg->raw_size = RT_KEY_SIZE;
-	memcpy(arg->raw, c->key, RT_KEY_SIZE);
-	errno = 0;
-	ret = ioctl(c->rootfd, FS_IOC_ADD_ENCRYPTION_KEY, arg);
-	*err = errno;
-	memcpy(id_out, arg->key_spec.u.identifier, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	explicit_bzero(arg, sz);
-	free(arg);
-	return ret;
-}
+/* ---- keys (ioctls on the mount root) ----------------------------------- */
 
 /* First add: learn the identifier.  Returns 0 or -1 (cannot continue). */
 static int rt_add_key_first(struct rt_ctx *c)
@@ -245,16 +224,13 @@ static int rt_add_key_first(struct rt_ctx *c)
 	static const unsigned char zero[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	int ret, err;
 
-	if (getrandom(c->key, sizeof(c->key), 0) != (ssize_t)sizeof(c->key))
-		lab_die("getrandom failed: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	ret = rt_ioctl_add_key(c, c->id, &err);
+	errno = 0;
+	ret = lab_add_key(c->mnt, RT_KEY_SEED, c->id);
+	err = errno;
 	if (ret != 0 && c->fs->unsupported_is_skip &&
-	    (err == ENOTTY || err == EOPNOTSUPP)) {
-		close(c->rootfd);
-		c->rootfd = -1;
+	    (err == ENOTTY || err == EOPNOTSUPP))
 		lab_skip("%s: FS_IOC_ADD_ENCRYPTION_KEY not supported: " LAB_ERR_FMT,
 			 c->fs->fs_name, LAB_ERR_ARGS(err));
-	}
 	if (!EXPECT_OK(ret, err, "FS_IOC_ADD_ENCRYPTION_KEY on %s", c->mnt))
 		return -1;
 	CHECK(memcmp(c->id, zero, sizeof(zero)) != 0,
@@ -266,30 +242,20 @@ static int rt_add_key_first(struct rt_ctx *c)
 static int rt_add_key_again(struct rt_ctx *c)
 {
 	unsigned char id[FSCRYPT_KEY_IDENTIFIER_SIZE];
-	int ret, err;
 
-	ret = rt_ioctl_add_key(c, id, &err);
-	if (!EXPECT_OK(ret, err, "re-adding the key (FS_IOC_ADD_ENCRYPTION_KEY)"))
+	if (!CHECK_OK(lab_add_key(c->mnt, RT_KEY_SEED, id),
+		      "re-adding the key (FS_IOC_ADD_ENCRYPTION_KEY)"))
 		return -1;
 	CHECK(memcmp(id, c->id, sizeof(id)) == 0,
 	      "identifier of the re-added key differs from the first one");
 	return 0;
 }
 
-static int rt_key_status(const struct rt_ctx *c, const unsigned char *id,
-			 struct fscrypt_get_key_status_arg *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
-	memcpy(st->key_spec.u.identifier, id, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	return ioctl(c->rootfd, FS_IOC_GET_ENCRYPTION_KEY_STATUS, st);
-}
-
 static void rt_check_key_present(const struct rt_ctx *c)
 {
 	struct fscrypt_get_key_status_arg st;
 
-	if (!CHECK_OK(rt_key_status(c, c->id, &st),
+	if (!CHECK_OK(lab_get_key_status(c->mnt, c->id, &st),
 		      "FS_IOC_GET_ENCRYPTION_KEY_STATUS"))
 		return;
 	CHECK(st.status == FSCRYPT_KEY_STATUS_PRESENT,
@@ -305,56 +271,41 @@ static void rt_check_key_present(const struct rt_ctx *c)
 static void rt_check_key_absent(const struct rt_ctx *c,
 				const unsigned char *id, const char *what)
 {
-	struct fscrypt_get_key_status_arg st;
+	int status;
 
-	if (!CHECK_OK(rt_key_status(c, id, &st),
+	if (!CHECK_OK(status = lab_key_status(c->mnt, id),
 		      "FS_IOC_GET_ENCRYPTION_KEY_STATUS (%s)", what))
 		return;
-	CHECK(st.status == FSCRYPT_KEY_STATUS_ABSENT,
-	      "%s: key status: expected ABSENT (%d), got %u", what,
-	      FSCRYPT_KEY_STATUS_ABSENT, st.status);
+	CHECK(status == FSCRYPT_KEY_STATUS_ABSENT,
+	      "%s: key status: expected ABSENT (%d), got %d", what,
+	      FSCRYPT_KEY_STATUS_ABSENT, status);
 }
 
 /* Returns 0 if the key is fully removed, -1 otherwise. */
 static int rt_remove_key(struct rt_ctx *c)
 {
-	struct fscrypt_remove_key_arg arg;
+	uint32_t flags;
 
-	memset(&arg, 0, sizeof(arg));
-	arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
-	memcpy(arg.key_spec.u.identifier, c->id, sizeof(c->id));
-	if (!CHECK_OK(ioctl(c->rootfd, FS_IOC_REMOVE_ENCRYPTION_KEY, &arg),
+	if (!CHECK_OK(lab_remove_key(c->mnt, c->id, &flags),
 		      "FS_IOC_REMOVE_ENCRYPTION_KEY"))
 		return -1;
-	CHECK(!(arg.removal_status_flags &
-		FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY),
+	CHECK(!(flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY),
 	      "key removal reports FILES_BUSY: some encrypted file is still in use (test setup bug or leaked reference)");
-	CHECK(!(arg.removal_status_flags &
-		FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS),
+	CHECK(!(flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS),
 	      "key removal reports OTHER_USERS");
-	CHECK(arg.removal_status_flags == 0,
-	      "removal_status_flags: expected 0, got 0x%x",
-	      arg.removal_status_flags);
+	CHECK(flags == 0, "removal_status_flags: expected 0, got 0x%x", flags);
 	rt_check_key_absent(c, c->id, "after FS_IOC_REMOVE_ENCRYPTION_KEY");
-	return arg.removal_status_flags == 0 ? 0 : -1;
+	return flags == 0 ? 0 : -1;
 }
 
 /* ---- policy ------------------------------------------------------------- */
 
-static int rt_get_policy_ex(int fd, struct fscrypt_get_policy_ex_arg *arg)
-{
-	memset(arg, 0, sizeof(*arg));
-	arg->policy_size = sizeof(arg->policy);
-	return ioctl(fd, FS_IOC_GET_ENCRYPTION_POLICY_EX, arg);
-}
-
-/* Check that the inode behind @fd has exactly c->policy. */
-static void rt_check_policy_of(const struct rt_ctx *c, int fd,
-			       const char *path)
+/* Check that @path has exactly c->policy. */
+static void rt_check_policy_path(const struct rt_ctx *c, const char *path)
 {
 	struct fscrypt_get_policy_ex_arg arg;
 
-	if (!CHECK_OK(rt_get_policy_ex(fd, &arg),
+	if (!CHECK_OK(lab_get_policy_ex(path, &arg),
 		      "FS_IOC_GET_ENCRYPTION_POLICY_EX on %s", path))
 		return;
 	CHECK(arg.policy_size == sizeof(struct fscrypt_policy_v2),
@@ -372,34 +323,30 @@ static void rt_check_policy_of(const struct rt_ctx *c, int fd,
 	      c->policy.filenames_encryption_mode, c->policy.flags);
 }
 
-static void rt_check_policy_path(const struct rt_ctx *c, const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (!CHECK_OK(fd, "open(%s) to read its policy", path))
-		return;
-	rt_check_policy_of(c, fd, path);
-	close(fd);
-}
-
-/* Error cases of the policy ioctls on an already-encrypted directory. */
-static void rt_check_policy_errors_enc(const struct rt_ctx *c, int dfd)
+/* Error cases of the policy ioctls on the already-encrypted directory. */
+static void rt_check_policy_errors_enc(const struct rt_ctx *c)
 {
 	struct fscrypt_policy_v2 other = c->policy;
 	struct fscrypt_policy_v1 v1;
 	struct fscrypt_get_policy_ex_arg ex;
+	int dfd;
 
-	CHECK_OK(ioctl(dfd, FS_IOC_SET_ENCRYPTION_POLICY, &c->policy),
+	CHECK_OK(lab_set_policy_v2(c->enc, &c->policy),
 		 "setting the identical policy again on %s", c->enc);
 	other.flags = FSCRYPT_POLICY_FLAGS_PAD_16;
-	CHECK_ERRNO(ioctl(dfd, FS_IOC_SET_ENCRYPTION_POLICY, &other), EEXIST,
+	CHECK_ERRNO(lab_set_policy_v2(c->enc, &other), EEXIST,
 		    "setting a different policy on encrypted %s", c->enc);
+	/* Deliberate misuse (v1 getter, short buffer): raw ioctls. */
+	dfd = open(c->enc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!CHECK_OK(dfd, "open(%s)", c->enc))
+		return;
 	CHECK_ERRNO(ioctl(dfd, FS_IOC_GET_ENCRYPTION_POLICY, &v1), EINVAL,
 		    "legacy FS_IOC_GET_ENCRYPTION_POLICY on a v2 dir");
 	memset(&ex, 0, sizeof(ex));
 	ex.policy_size = sizeof(struct fscrypt_policy_v1);
 	CHECK_ERRNO(ioctl(dfd, FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex), EOVERFLOW,
 		    "FS_IOC_GET_ENCRYPTION_POLICY_EX with a too small buffer");
+	close(dfd);
 }
 
 /* Error cases on unencrypted files: non-empty dir, regular file. */
@@ -407,52 +354,27 @@ static void rt_check_policy_errors_plain(const struct rt_ctx *c,
 					 const char *plain_file)
 {
 	struct fscrypt_get_policy_ex_arg ex;
-	int fd;
 
-	fd = open(c->plain, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (CHECK_OK(fd, "open(%s)", c->plain)) {
-		CHECK_ERRNO(ioctl(fd, FS_IOC_SET_ENCRYPTION_POLICY, &c->policy),
-			    ENOTEMPTY, "set policy on non-empty dir %s",
-			    c->plain);
-		CHECK_ERRNO(rt_get_policy_ex(fd, &ex), ENODATA,
-			    "FS_IOC_GET_ENCRYPTION_POLICY_EX on unencrypted %s",
-			    c->plain);
-		close(fd);
-	}
-	fd = open(plain_file, O_RDONLY | O_CLOEXEC);
-	if (CHECK_OK(fd, "open(%s)", plain_file)) {
-		CHECK_ERRNO(ioctl(fd, FS_IOC_SET_ENCRYPTION_POLICY, &c->policy),
-			    ENOTDIR, "set policy on regular file %s",
-			    plain_file);
-		close(fd);
-	}
+	CHECK_ERRNO(lab_set_policy_v2(c->plain, &c->policy), ENOTEMPTY,
+		    "set policy on non-empty dir %s", c->plain);
+	CHECK_ERRNO(lab_get_policy_ex(c->plain, &ex), ENODATA,
+		    "FS_IOC_GET_ENCRYPTION_POLICY_EX on unencrypted %s",
+		    c->plain);
+	CHECK_ERRNO(lab_set_policy_v2(plain_file, &c->policy), ENOTDIR,
+		    "set policy on regular file %s", plain_file);
 }
 
 /* mkdir the encrypted dir and set the policy.  Returns 0 or -1 (fatal). */
 static int rt_setup_policy(struct rt_ctx *c)
 {
-	int dfd;
-
-	memset(&c->policy, 0, sizeof(c->policy));
-	c->policy.version = FSCRYPT_POLICY_V2;
-	c->policy.contents_encryption_mode = FSCRYPT_MODE_AES_256_XTS;
-	c->policy.filenames_encryption_mode = FSCRYPT_MODE_AES_256_CTS;
-	c->policy.flags = FSCRYPT_POLICY_FLAGS_PAD_32;
-	memcpy(c->policy.master_key_identifier, c->id, sizeof(c->id));
-
+	lab_default_policy(&c->policy, c->id);
 	if (!CHECK_OK(mkdir(c->enc, 0755), "mkdir(%s)", c->enc))
 		return -1;
-	dfd = open(c->enc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!CHECK_OK(dfd, "open(%s)", c->enc))
+	if (!CHECK_OK(lab_set_policy(c->enc, c->id),
+		      "FS_IOC_SET_ENCRYPTION_POLICY (v2) on empty %s", c->enc))
 		return -1;
-	if (!CHECK_OK(ioctl(dfd, FS_IOC_SET_ENCRYPTION_POLICY, &c->policy),
-		      "FS_IOC_SET_ENCRYPTION_POLICY (v2) on empty %s", c->enc)) {
-		close(dfd);
-		return -1;
-	}
-	rt_check_policy_of(c, dfd, c->enc);
-	rt_check_policy_errors_enc(c, dfd);
-	close(dfd);
+	rt_check_policy_path(c, c->enc);
+	rt_check_policy_errors_enc(c);
 	return 0;
 }
 
@@ -768,9 +690,6 @@ static void rt_mkfs_and_mount(struct rt_ctx *c)
 			lab_skip("kernel does not support %s", c->fs->fs_name);
 		lab_die("cannot mount %s", c->dev);
 	}
-	c->rootfd = open(c->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->rootfd < 0)
-		lab_die("open(%s): " LAB_ERR_FMT, c->mnt, LAB_ERR_ARGS(errno));
 }
 
 /* Steps 2-7 on the mounted filesystem.  Returns -1 if it had to stop early. */
@@ -820,7 +739,6 @@ int fscrypt_roundtrip(const struct fscrypt_rt_fs *fs)
 	c->fs = fs;
 	c->dev = lab_env("SCRATCH_DEV");
 	c->mnt = lab_env("SCRATCH_MNT");
-	c->rootfd = -1;
 	PATHF(c->enc, "%s/enc", c->mnt);
 	PATHF(c->plain, "%s/plain", c->mnt);
 	printf("fscrypt round trip on %s (%s, mounted on %s)\n", fs->fs_name,
@@ -829,9 +747,6 @@ int fscrypt_roundtrip(const struct fscrypt_rt_fs *fs)
 	rt_mkfs_and_mount(c);
 
 	ok = rt_run_mounted(c) == 0;
-	explicit_bzero(c->key, sizeof(c->key));
-	close(c->rootfd);
-	c->rootfd = -1;
 	if (CHECK_OK(lab_umount(c->mnt), "umount %s", c->mnt) && ok) {
 		printf("== scan raw device\n");
 		rt_scan_device(c);
