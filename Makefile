@@ -32,12 +32,13 @@ define need
 	fi
 endef
 
-.PHONY: help kernel image tests-bin test shell bench check-series export-series \
+.PHONY: help kernel image tests-bin test shell bench bench-check bench-tools check-series export-series \
 	checkpatch clean distclean
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
+	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-FLAVOR from patches/"
 	@echo "make image                   build the guest root image build/root.img"
 	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
@@ -64,7 +65,7 @@ tests-bin:
 test:
 	@$(MAKE) -s kernel FLAVOR=debug
 	@$(MAKE) -s image tests-bin
-	$(call need,$(APT_VM))
+	$(call need,$(APT_VM) $(APT_BENCH))
 	@tests/run-tests.sh
 
 shell:
@@ -74,7 +75,24 @@ shell:
 		--out $(BUILD)/runs/shell --scratch 4G --scratch 4G --shell
 
 bench:
+	@if [ ! -f "bench/workloads/$(WORKLOAD)/workload.conf" ]; then \
+		bench/run-bench.sh "$(WORKLOAD)"; rc=$$?; [ "$(WORKLOAD)" = list ] || exit 2; exit $$rc; fi
+	@$(MAKE) -s kernel FLAVOR=perf
+	@$(MAKE) -s image bench-tools
+	$(call need,$(APT_VM) $(APT_BENCH))
 	@bench/run-bench.sh "$(WORKLOAD)"
+
+# Compare the latest run of WORKLOAD with its committed baseline.
+bench-check:
+	$(call need,$(APT_BENCH))
+	@run=$(BUILD)/bench/latest-$(WORKLOAD); base=reports/baselines/$(WORKLOAD).json; \
+	[ -d "$$run" ] || { echo "bench-check: no run of '$(WORKLOAD)' yet: make bench WORKLOAD=$(WORKLOAD)"; exit 2; }; \
+	[ -f "$$base" ] || { echo "bench-check: no baseline $$base (make one: reports/check.py --make-baseline $$run $$base)"; exit 2; }; \
+	/usr/bin/python3 reports/check.py "$$run" "$$base"
+
+bench-tools:
+	$(call need,$(APT_TESTS))
+	@$(MAKE) -s -C bench/tools OUT=$(BUILD)/bench/tools
 
 check-series:
 	$(call need,$(APT_KERNEL))

@@ -1,30 +1,81 @@
 #!/bin/bash
-# Entry point of `make bench WORKLOAD=NAME`.
+# Entry point of `make bench WORKLOAD=NAME [REPS=5] [ARMS="a b"] [PROFILE=1]`.
 #
-# A workload is a fio job set in bench/workloads/NAME/. Unknown names are
-# refused with the list of known ones.
-set -euo pipefail
+# Boots the perf kernel once and runs the workload's arms interleaved
+# (A B C A B C ...), REPS timed repetitions each, plus one profiled
+# repetition per arm; then turns the guest's output into a raw run
+# directory (build/bench/<stamp>-<workload>/) and writes the report
+# (reports/<date>-<workload>/). Arms the kernel cannot run are listed as
+# skipped, with the reason the guest found.
+set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/arms.sh"
 workload=${1:-}
+REPS=${REPS:-5}
+ARMS=${ARMS:-$ALL_ARMS}
+PROFILE=${PROFILE:-1}
+KERNEL=${KERNEL:-$top/build/bzImage-perf}
+die() { echo "bench: error: $*" >&2; exit 2; }
 
 available() {
 	local d
 	for d in "$top"/bench/workloads/*/; do
-		[ -d "$d" ] && basename "$d"
+		[ -f "$d/workload.conf" ] && basename "$d"
 	done
 	return 0
 }
 
-if [ -z "$workload" ] || [ "$workload" = list ] || [ ! -d "$top/bench/workloads/$workload" ]; then
+if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]; then
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
-	list=$(available | paste -sd" " -)
-	echo "bench: available workloads: ${list:-none yet}" >&2
-	[ -z "$list" ] && echo "bench: the benchmark runner and its workloads (fragmented, sequential, shared, scaling) land with issue #5; nothing is measured yet." >&2
-	echo "usage: make bench WORKLOAD=<name>" >&2
+	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
+for a in $ARMS; do
+	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS)"
+done
+case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
+[ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
-echo "bench: workload '$workload' exists, but the runner that measures it lands with issue #5." >&2
-exit 2
+stamp=$(date -u +%Y%m%d-%H%M%S)
+run=$top/build/bench/$stamp-$workload
+vm=$run/vm
+job=$top/build/jobs/bench
+rm -rf "$job"
+mkdir -p "$job/bench" "$run"
+cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$job/bench/"
+cp -r "$top/profiles" "$job/profiles"
+cp -r "$top/build/bench/tools" "$job/tools"
+install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
+{
+	echo "WORKLOAD=$workload"
+	echo "REPS=$REPS"
+	echo "ARMS=\"$ARMS\""
+	echo "PROFILE=$PROFILE"
+	[ -n "${MIN_EXTENTS:-}" ] && echo "MIN_EXTENTS=$MIN_EXTENTS"
+} >"$job/bench.env"
+
+nr_arms=$(echo $ARMS | wc -w)
+scratch=()
+for _ in $ARMS; do scratch+=(--scratch 2G); done
+# Generous: a timed run of one arm takes a few minutes under TCG.
+timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
+echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"
+echo "bench: progress lines below: [elapsed, run i/n, time left estimated from the runs so far]"
+"$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
+	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "slab_nomerge"
+rc=$?
+if [ $rc != 0 ]; then
+	echo "bench: the benchmark VM failed ($(cat "$vm/verdict" 2>/dev/null)); job output: $vm/results/job.log" >&2
+	tail -n 20 "$vm/results/job.log" 2>/dev/null >&2
+	exit 1
+fi
+
+/usr/bin/python3 "$top/bench/collect.py" "$vm" "$job" "$run" || die "could not collect the results of $vm"
+out=$top/reports/$(date -u +%Y-%m-%d)-$workload
+/usr/bin/python3 "$top/reports/generate.py" "$run" "$out" || die "report generation failed for $run"
+ln -sfn "$run" "$top/build/bench/latest-$workload"
+echo "bench: raw run: $run"
+echo "bench: report:  $out/index.html and $out/summary.md"

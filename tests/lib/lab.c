@@ -369,13 +369,14 @@ fail:
 	return NULL;
 }
 
-int write_all(int fd, const void *buf, size_t len)
+/* Write all of @len bytes, at @off, or at the file offset if @off < 0. */
+static int write_fully(int fd, const void *buf, size_t len, off_t off)
 {
 	const unsigned char *p = buf;
 	ssize_t n;
 
 	while (len > 0) {
-		n = write(fd, p, len);
+		n = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -385,31 +386,25 @@ int write_all(int fd, const void *buf, size_t len)
 			return -1;
 		}
 		p += n;
+		if (off >= 0)
+			off += n;
 		len -= (size_t)n;
 	}
 	return 0;
 }
 
+int write_all(int fd, const void *buf, size_t len)
+{
+	return write_fully(fd, buf, len, -1);
+}
+
 int pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
-	const unsigned char *p = buf;
-	ssize_t n;
-
-	while (len > 0) {
-		n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += n;
-		off += n;
-		len -= (size_t)n;
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
 	}
-	return 0;
+	return write_fully(fd, buf, len, off);
 }
 
 int write_file(const char *path, const void *buf, size_t len)

@@ -1,0 +1,39 @@
+# Benchmark arms: how each one makes, mounts and encrypts its filesystem.
+# Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh.
+#
+#   btrfs-extent  btrfs, fscrypt with per-extent keys (the default once
+#                 btrfs encryption lands, issue #4)
+#   btrfs-inode   btrfs, fscrypt with per-inode keys, selected by the mount
+#                 option below
+#   btrfs-plain   btrfs, unencrypted
+#   ext4-inode    ext4, upstream fscrypt (per-inode keys)
+#   ext4-plain    ext4, unencrypted
+ALL_ARMS="btrfs-extent btrfs-inode btrfs-plain ext4-inode ext4-plain"
+
+# The btrfs mount option that selects per-inode keys (issue #4 defines it).
+BTRFS_PER_INODE_KEYS_OPT=fscrypt_per_inode_keys
+
+arm_fs() { echo "${1%%-*}"; }
+
+arm_encrypted() {
+	case $1 in *-plain) return 1 ;; *) return 0 ;; esac
+}
+
+arm_mkfs() {
+	case $1 in
+	btrfs-*) echo "mkfs.btrfs -q -f" ;;
+	ext4-inode) echo "mkfs.ext4 -q -F -O encrypt" ;;
+	ext4-*) echo "mkfs.ext4 -q -F" ;;
+	esac
+}
+
+arm_mount_opts() {
+	case $1 in
+	btrfs-inode) echo "$BTRFS_PER_INODE_KEYS_OPT" ;;
+	*) echo "" ;;
+	esac
+}
+
+valid_arm() {
+	case " $ALL_ARMS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}

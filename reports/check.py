@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+"""Regression check of a benchmark run against a baseline.
+
+    /usr/bin/python3 reports/check.py RUN_DIR BASELINE_JSON [--threshold PCT]
+    /usr/bin/python3 reports/check.py --make-baseline RUN_DIR OUT_JSON
+
+Tracked numbers are throughput ratios between arms of one run (absolute
+times under TCG mean nothing): for each comparison A/B of generate.py and
+each phase, the per-rep ratios A.bw_bytes[repN] / B.bw_bytes[repN]. A
+tracked ratio regressed when, between the baseline's samples and this
+run's, its median dropped by more than the threshold AND the two-sided
+Mann-Whitney p < 0.05 AND the two sets of samples do not overlap.
+
+Exit status: 0 no regression, 1 at least one regression, 2 usage or data
+error (message on stderr). The baseline format is in reports/README.md.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labstats as L  # noqa: E402
+import generate as G  # noqa: E402
+
+FORMAT = "fscrypt-lab-baseline/1"
+
+
+class UsageError(Exception):
+    """Bad arguments or unusable input (exit 2)."""
+
+
+def run_ratios(run):
+    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison.
+
+    A str value means the ratio cannot be computed from this run: an arm is
+    skipped or absent, or no rep has both arms.
+    """
+    out = {}
+    for a, b, _ in G.COMPARISONS:
+        name = f"{a}/{b}"
+        out[name] = {}
+        reason = G.arm_absent_reason(run, a) or G.arm_absent_reason(run, b)
+        for phase in run["phases"]:
+            if reason:
+                out[name][phase] = reason
+                continue
+            reps, ratios = L.paired_ratios(G.bw_by_rep(run, a, phase),
+                                           G.bw_by_rep(run, b, phase))
+            out[name][phase] = ((reps, ratios) if ratios else
+                                f"no rep has data for both {a} and {b}")
+    return out
+
+
+def make_baseline(run_dir, out_json, threshold):
+    """Write the baseline of RUN_DIR to OUT_JSON; return the exit status."""
+    run = G.load_run(run_dir)
+    for w in run["warnings"]:
+        print(f"check: warning: {w}", file=sys.stderr)
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    base = {
+        "format": FORMAT,
+        "workload": meta.get("workload"),
+        "metric": "bw_bytes",
+        "threshold_pct": threshold,
+        "created_from": {
+            "run_dir": os.path.abspath(run_dir),
+            "date": meta.get("date"),
+            "kernel_release": info.get("kernel_release"),
+            "kernel_series_hash": info.get("kernel_series_hash"),
+            "kernel_config_sha256": info.get("kernel_config_sha256"),
+            "accel": info.get("accel"),
+            "reps": meta.get("reps"),
+        },
+        "ratios": {},
+        "not_tracked": {},
+    }
+    for name, phases in run_ratios(run).items():
+        for phase, v in phases.items():
+            if isinstance(v, str):
+                base["not_tracked"].setdefault(name, {})[phase] = v
+                continue
+            reps, ratios = v
+            base["ratios"].setdefault(name, {})[phase] = {
+                "median": L.summary(ratios)["median"],
+                "samples": ratios,
+                "reps": reps,
+            }
+    if not base["ratios"]:
+        raise UsageError(f"{run_dir}: no ratio can be computed (every "
+                         "comparison has a skipped or empty arm); no "
+                         "baseline written")
+    with open(out_json, "w", encoding="utf-8") as f:
+        json.dump(base, f, indent=1)
+        f.write("\n")
+    n = sum(len(p) for p in base["ratios"].values())
+    print(f"check: baseline with {n} tracked ratio(s) written to {out_json}")
+    for name, phases in base["not_tracked"].items():
+        print(f"check: not tracked: {name} ({next(iter(phases.values()))})")
+    small = sorted({len(e["samples"]) for p in base["ratios"].values()
+                    for e in p.values()})
+    if small and not L.can_reach_significance(small[0], small[0]):
+        print(f"check: warning: only {small[0]} samples per ratio; against "
+              "a run with as few reps no change can reach p < 0.05",
+              file=sys.stderr)
+    return 0
+
+
+def load_baseline(path):
+    """Read and validate a baseline file (raises UsageError)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            base = json.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read baseline {path}: {e.strerror}") from e
+    except ValueError as e:
+        raise UsageError(f"baseline {path} is not valid JSON: {e}") from e
+    ratios = base.get("ratios") if isinstance(base, dict) else None
+    if not isinstance(ratios, dict) or not ratios:
+        raise UsageError(f"baseline {path}: no 'ratios' object (make one "
+                         "with --make-baseline)")
+    for name, phases in ratios.items():
+        if "/" not in name or not isinstance(phases, dict):
+            raise UsageError(f"baseline {path}: bad ratio entry '{name}'")
+        for phase, e in phases.items():
+            s = e.get("samples") if isinstance(e, dict) else None
+            if not isinstance(s, list) or not s or not all(
+                    isinstance(x, (int, float)) for x in s):
+                raise UsageError(f"baseline {path}: {name} {phase}: "
+                                 "'samples' must be a non-empty number list")
+    return base
+
+
+def ratio_order(names):
+    """Comparisons in generate.COMPARISONS order, then others sorted."""
+    known = [f"{a}/{b}" for a, b, _ in G.COMPARISONS]
+    return ([n for n in known if n in names]
+            + sorted(n for n in names if n not in known))
+
+
+def check(run_dir, baseline_path, threshold):
+    """Compare RUN_DIR with the baseline, print the table, return status."""
+    base = load_baseline(baseline_path)
+    run = G.load_run(run_dir)
+    for w in run["warnings"]:
+        print(f"check: warning: {w}", file=sys.stderr)
+    wl_base, wl_run = base.get("workload"), run["meta"].get("workload")
+    if wl_base and wl_run and wl_base != wl_run:
+        raise UsageError(f"baseline is for workload '{wl_base}', the run is "
+                         f"'{wl_run}': not comparable")
+    if threshold is None:
+        threshold = float(base.get("threshold_pct", G.DEFAULT_THRESHOLD))
+    now = run_ratios(run)
+    rows, regressions, errors, undecidable = [], [], [], []
+    for name in ratio_order(base["ratios"]):
+        for phase, e in base["ratios"][name].items():
+            b = e["samples"]
+            bmed = L.summary(b)["median"]
+            v = now.get(name, {}).get(phase)
+            if v is None:
+                why = (f"ratio {name} is not computed by this check"
+                       if name not in now else f"phase {phase} not in run")
+                rows.append((name, phase, bmed, None, None, None, None,
+                             f"not tracked: {why}"))
+                continue
+            if isinstance(v, str):
+                if "skipped" in v or "not an arm" in v:
+                    rows.append((name, phase, bmed, None, None, None, None,
+                                 f"not tracked: skipped ({v})"))
+                else:
+                    errors.append(f"{name} {phase}: {v}")
+                    rows.append((name, phase, bmed, None, None, None, None,
+                                 f"DATA ERROR: {v}"))
+                continue
+            samples = v[1]
+            sc = L.significant_change(samples, b, threshold)
+            nmed = L.summary(samples)["median"]
+            if sc["significant"] and sc["change_pct"] < 0:
+                verdict = "REGRESSION"
+                regressions.append(f"{name} {phase}")
+            elif sc["significant"]:
+                verdict = "improved"
+            elif not sc["can_reach"]:
+                verdict = (f"ok? cannot decide: n={len(samples)} vs "
+                           f"{len(b)}, smallest p "
+                           f"{L.min_mw_p(len(samples), len(b)):.3f}")
+                undecidable.append(f"{name} {phase}")
+            else:
+                verdict = "ok"
+            rows.append((name, phase, bmed, nmed, sc["change_pct"], sc["p"],
+                         sc["separated"], verdict))
+    print_table(rows, threshold, base, run)
+    untracked = [f"{n} {p}" for n in ratio_order(now)
+                 for p, v in now[n].items()
+                 if not isinstance(v, str) and p not in
+                 base["ratios"].get(n, {})]
+    if untracked:
+        print("check: measured but not in the baseline (not checked): "
+              + ", ".join(untracked))
+    if undecidable:
+        print(f"check: warning: {len(undecidable)} ratio(s) have too few "
+              "samples for Mann-Whitney to reach p < 0.05; they cannot "
+              "fail: " + ", ".join(undecidable), file=sys.stderr)
+    if regressions:
+        print(f"check: FAIL: {len(regressions)} regression(s): "
+              + ", ".join(regressions))
+        return 1
+    if errors:
+        for e in errors:
+            print(f"check: error: {e}", file=sys.stderr)
+        return 2
+    tracked = sum(1 for r in rows if not r[7].startswith("not tracked"))
+    print(f"check: pass: {tracked} ratio(s) checked, no regression beyond "
+          f"{threshold:g}%")
+    return 0
+
+
+def _f(x, spec):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return format(x, spec)
+
+
+def print_table(rows, threshold, base, run):
+    """The per-ratio table: baseline, now, change, p, verdict."""
+    cf = base.get("created_from") or {}
+    print(f"check: run {run['dir']} ({run['meta'].get('date', '?')}) "
+          f"against baseline from {cf.get('date', '?')} "
+          f"(series {cf.get('kernel_series_hash', '?')})")
+    print(f"check: regression = median ratio down > {threshold:g}% AND "
+          "Mann-Whitney p < 0.05 AND ranges separate")
+    head = ("ratio", "phase", "baseline", "now", "change", "p (MW)",
+            "separate", "verdict")
+    table = [head] + [
+        (n, p, _f(b, ".4f"), _f(c, ".4f"),
+         "-" if ch is None else _f(ch, "+.2f") + "%", _f(pv, ".4f"),
+         "-" if sep is None else ("yes" if sep else "no"), v)
+        for n, p, b, c, ch, pv, sep, v in rows]
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(head))]
+    for r in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Regression check of the per-rep throughput ratios of "
+                    "a run against a baseline (exit 0 pass, 1 regression, "
+                    "2 usage or data error).",
+        usage="%(prog)s RUN_DIR BASELINE_JSON [--threshold PCT]\n"
+              "       %(prog)s --make-baseline RUN_DIR OUT_JSON "
+              "[--threshold PCT]")
+    ap.add_argument("--make-baseline", action="store_true",
+                    help="write a baseline from RUN_DIR to OUT_JSON")
+    ap.add_argument("--threshold", type=float, default=None, metavar="PCT",
+                    help="minimum drop, in %%, that can fail (default: the "
+                         f"baseline's, else {G.DEFAULT_THRESHOLD:g})")
+    ap.add_argument("run_dir", metavar="RUN_DIR")
+    ap.add_argument("other", metavar="BASELINE_JSON|OUT_JSON")
+    args = ap.parse_args(argv)
+    if args.threshold is not None and not args.threshold >= 0:
+        ap.error("--threshold must be a number >= 0")
+    try:
+        if args.make_baseline:
+            t = (args.threshold if args.threshold is not None
+                 else G.DEFAULT_THRESHOLD)
+            return make_baseline(args.run_dir, args.other, t)
+        return check(args.run_dir, args.other, args.threshold)
+    except (UsageError, G.RunError) as e:
+        print(f"check: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

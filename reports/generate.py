@@ -1,0 +1,1566 @@
+#!/usr/bin/python3
+"""Build a benchmark report from a raw run directory.
+
+    /usr/bin/python3 reports/generate.py RUN_DIR OUT_DIR [--threshold PCT]
+
+Reads RUN_DIR/meta.json, RUN_DIR/raw/<arm>/rep<N>/<phase>.json (fio json+),
+and, when present, RUN_DIR/profiles/ and RUN_DIR/scaling.json. Writes to
+OUT_DIR: index.html, summary.md, results.json, PNG plots, and copies of raw/,
+profiles/, meta.json and scaling.json, so every number in the report traces
+back to a raw fio file. Statistics are in labstats.py; reports/README.md
+describes the formats and the rules.
+
+Exit status: 0 report written (data problems, if any, are listed in it and
+on stderr), 2 usage error or unusable run directory.
+"""
+
+import argparse
+import html
+import json
+import math
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labstats as L  # noqa: E402
+
+# Arms in display order; arms with other names are shown after these.
+KNOWN_ARMS = ["btrfs-extent", "btrfs-inode", "btrfs-plain",
+              "ext4-inode", "ext4-plain"]
+
+# (arm A, reference arm B, what A/B tells). Each arm is the A side of at
+# most one comparison, so that B is "the reference" of A in the tables.
+COMPARISONS = [
+    ("btrfs-extent", "btrfs-inode",
+     "per-extent vs per-inode keys on btrfs (the main comparison)"),
+    ("btrfs-inode", "btrfs-plain", "cost of per-inode encryption on btrfs"),
+    ("ext4-inode", "ext4-plain", "cost of per-inode encryption on ext4"),
+    ("btrfs-plain", "ext4-plain", "btrfs vs ext4, both unencrypted"),
+]
+REFERENCE = {a: b for a, b, _ in COMPARISONS}
+MAIN_A, MAIN_B = COMPARISONS[0][0], COMPARISONS[0][1]
+
+GOAL_BW_RATIO = 0.97    # per-extent / per-inode throughput, at least
+GOAL_P99_RATIO = 1.05   # per-extent / per-inode p99 latency, at most
+PERCENTILES = (50, 99, 99.9)
+DEFAULT_THRESHOLD = 5.0
+MIB = 1024.0 * 1024.0
+
+TIMING_NOTE = ("**Timings under TCG or icount are not hardware times.** "
+               "QEMU emulates the CPU, so absolute throughput and latency "
+               "say little about real machines: compare ratios between arms "
+               "of the same run only, never absolute numbers across runs or "
+               "machines.")
+
+
+class RunError(Exception):
+    """The run directory cannot be used (message says why)."""
+
+
+# ---------------------------------------------------------------- loading
+
+def read_json_file(path):
+    """Parse a JSON file, raising RunError with the path on failure."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise RunError(f"cannot read {path}: {e.strerror}") from e
+    except ValueError as e:
+        raise RunError(f"{path} is not valid JSON: {e}") from e
+
+
+def read_fio_json(path):
+    """fio output, tolerating text before the first '{' and after the end."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise RunError(f"cannot read {path}: {e.strerror}") from e
+    start = text.find("{")
+    if start < 0:
+        raise RunError(f"{path}: no JSON object in fio output")
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError as e:
+        raise RunError(f"{path}: fio output is not valid JSON: {e}") from e
+    return obj
+
+
+def parse_fio(path, rel):
+    """Numbers of one phase of one rep from fio json+ output.
+
+    The direction is the one of jobs[0]["read"] / ["write"] with
+    io_bytes > 0 (the larger if both). Returns a dict; raises RunError.
+    """
+    obj = read_fio_json(path)
+    jobs = obj.get("jobs") if isinstance(obj, dict) else None
+    if not jobs:
+        raise RunError(f"{path}: fio output has no jobs")
+    job = jobs[0]
+    sides = {d: job.get(d) or {} for d in ("read", "write")}
+    moved = {d: s.get("io_bytes", 0) or 0 for d, s in sides.items()}
+    if max(moved.values()) <= 0:
+        raise RunError(f"{path}: neither read nor write moved any bytes")
+    direction = "read" if moved["read"] >= moved["write"] else "write"
+    side = sides[direction]
+    clat = side.get("clat_ns") or {}
+    bins = clat.get("bins")
+    return {
+        "file": rel,
+        "direction": direction,
+        "both_directions": min(moved.values()) > 0,
+        "jobs": len(jobs),
+        "fio_version": obj.get("fio version"),
+        "bw_bytes": float(side.get("bw_bytes", 0)),
+        "iops": float(side.get("iops", 0)),
+        "io_bytes": int(side.get("io_bytes", 0)),
+        "runtime_ms": side.get("runtime"),
+        "clat_n": clat.get("N"),
+        "clat_mean_ns": clat.get("mean"),
+        "fio_percentiles_ns": clat.get("percentile") or {},
+        "bins": ({int(k): int(v) for k, v in bins.items()}
+                 if isinstance(bins, dict) and bins else None),
+    }
+
+
+def arm_order(names):
+    """Known arms first, in KNOWN_ARMS order, then the others sorted."""
+    names = list(names)
+    return ([a for a in KNOWN_ARMS if a in names]
+            + sorted(a for a in names if a not in KNOWN_ARMS))
+
+
+def rep_dirs(arm_dir):
+    """{rep number: path} of the rep<N> directories of one arm."""
+    out = {}
+    if os.path.isdir(arm_dir):
+        for name in os.listdir(arm_dir):
+            m = re.fullmatch(r"rep(\d+)", name)
+            if m and os.path.isdir(os.path.join(arm_dir, name)):
+                out[int(m.group(1))] = os.path.join(arm_dir, name)
+    return dict(sorted(out.items()))
+
+
+def load_run(run_dir):
+    """Read meta.json and every raw fio file of the measured arms.
+
+    Returns a dict: dir, meta, phases, arms (spec per arm, display order),
+    measured (arm list), not_measured ({arm: reason}), data
+    ({arm: {phase: {rep: parse_fio()}}}), warnings (list of str).
+    Missing or broken raw files are warnings, not errors; a missing or
+    broken meta.json is a RunError.
+    """
+    if not os.path.isdir(run_dir):
+        raise RunError(f"run directory {run_dir} does not exist")
+    meta = read_json_file(os.path.join(run_dir, "meta.json"))
+    if not isinstance(meta, dict):
+        raise RunError(f"{run_dir}/meta.json: not a JSON object")
+    phases = meta.get("phases")
+    arms_meta = meta.get("arms")
+    if not isinstance(phases, list) or not phases:
+        raise RunError(f"{run_dir}/meta.json: 'phases' missing or empty")
+    if not isinstance(arms_meta, dict) or not arms_meta:
+        raise RunError(f"{run_dir}/meta.json: 'arms' missing or empty")
+    warnings = []
+    arms = {a: arms_meta[a] if isinstance(arms_meta[a], dict) else {}
+            for a in arm_order(arms_meta)}
+    measured, not_measured, data = [], {}, {}
+    raw = os.path.join(run_dir, "raw")
+    for arm, spec in arms.items():
+        status = spec.get("status", "?")
+        if status != "measured":
+            reason = spec.get("reason") or "no reason given"
+            not_measured[arm] = (reason if status == "skipped"
+                                 else f"status '{status}': {reason}")
+            continue
+        measured.append(arm)
+        data[arm] = {p: {} for p in phases}
+        reps = rep_dirs(os.path.join(raw, arm))
+        if not reps:
+            warnings.append(f"{arm}: measured per meta.json, but "
+                            f"raw/{arm}/rep<N>/ has no data")
+        for rep, rdir in reps.items():
+            for phase in phases:
+                rel = f"raw/{arm}/rep{rep}/{phase}.json"
+                path = os.path.join(rdir, f"{phase}.json")
+                if not os.path.exists(path):
+                    warnings.append(f"missing {rel}")
+                    continue
+                try:
+                    d = parse_fio(path, rel)
+                except RunError as e:
+                    warnings.append(str(e).replace(run_dir.rstrip("/") + "/",
+                                                   ""))
+                    continue
+                if d["jobs"] > 1:
+                    warnings.append(f"{rel}: {d['jobs']} jobs, only "
+                                    "jobs[0] is used")
+                if d["both_directions"]:
+                    warnings.append(f"{rel}: both reads and writes; only "
+                                    f"{d['direction']}s are used")
+                if d["bins"] is None:
+                    warnings.append(f"{rel}: no clat_ns bins (not json+?): "
+                                    "no latency percentiles")
+                data[arm][phase][rep] = d
+        want = meta.get("reps")
+        if reps and isinstance(want, int) and len(reps) != want:
+            warnings.append(f"{arm}: {len(reps)} rep directories, "
+                            f"meta.json says reps={want}")
+    if os.path.isdir(raw):
+        for name in sorted(os.listdir(raw)):
+            if name not in arms:
+                warnings.append(f"raw/{name}/ is not an arm of meta.json; "
+                                "ignored")
+    return {"dir": run_dir, "meta": meta, "phases": phases, "arms": arms,
+            "measured": measured, "not_measured": not_measured,
+            "data": data, "warnings": warnings}
+
+
+def bw_by_rep(run, arm, phase):
+    """{rep: bw_bytes} of one arm and phase (empty if not measured)."""
+    reps = run["data"].get(arm, {}).get(phase, {})
+    return {r: d["bw_bytes"] for r, d in reps.items()}
+
+
+def bins_of(run, arm, phase):
+    """Per-rep latency histograms of one arm and phase (reps with bins)."""
+    reps = run["data"].get(arm, {}).get(phase, {})
+    return [d["bins"] for _, d in sorted(reps.items()) if d["bins"]]
+
+
+def phase_direction(run, phase):
+    """'read' or 'write' from the data; from the phase name if no data."""
+    seen = [d["direction"] for arm in run["measured"]
+            for d in run["data"][arm][phase].values()]
+    if seen:
+        return max(set(seen), key=seen.count)
+    return "write" if "write" in phase else "read"
+
+
+def arm_absent_reason(run, arm):
+    """Why arm has no numbers in this run, or None if it has some."""
+    if arm not in run["arms"]:
+        return f"{arm} is not an arm of this run"
+    if arm in run["not_measured"]:
+        return f"{arm} skipped: {run['not_measured'][arm]}"
+    return None
+
+
+# ----------------------------------------------------------- analysis
+
+def comparison(run, a, b, label, phase, threshold):
+    """Numbers of one A-vs-B comparison on one phase (see README)."""
+    c = {"a": a, "b": b, "label": label, "phase": phase}
+    reasons = [r for r in (arm_absent_reason(run, a),
+                           arm_absent_reason(run, b)) if r]
+    if reasons:
+        c.update(status="not measured", reason="; ".join(reasons))
+        return c
+    ba, bb = bw_by_rep(run, a, phase), bw_by_rep(run, b, phase)
+    if not ba or not bb:
+        c.update(status="not measured",
+                 reason=f"no data for {a if not ba else b} on {phase}")
+        return c
+    xa, xb = list(ba.values()), list(bb.values())
+    ratio, lo, hi = L.bootstrap_ratio_ci(xa, xb)
+    sc = L.significant_change(xa, xb, threshold)
+    reps, per_rep = L.paired_ratios(ba, bb)
+    c.update(status="measured", n_a=len(xa), n_b=len(xb),
+             bw={"ratio": ratio, "ci_lo": lo, "ci_hi": hi, **sc,
+                 "min_p": L.min_mw_p(len(xa), len(xb))},
+             per_rep_ratio=dict(zip(reps, per_rep)))
+    la, lb = bins_of(run, a, phase), bins_of(run, b, phase)
+    lat = {}
+    for q in PERCENTILES:
+        r, lo, hi = L.bootstrap_percentile_ratio_ci(la, lb, q)
+        lat[pct_name(q)] = {"ratio": r, "ci_lo": lo, "ci_hi": hi}
+    c["latency"] = lat
+    return c
+
+
+def pct_name(q):
+    """50 -> 'p50', 99.9 -> 'p99.9'."""
+    return "p" + (f"{q:g}")
+
+
+def analyze_arm(run, arm):
+    """Per phase: raw numbers per rep, summaries, merged percentiles."""
+    out = {}
+    for phase in run["phases"]:
+        reps = run["data"][arm][phase]
+        merged = L.merge_bins(bins_of(run, arm, phase))
+        out[phase] = {
+            "direction": phase_direction(run, phase),
+            "reps": {r: {k: d[k] for k in
+                         ("file", "direction", "bw_bytes", "iops",
+                          "io_bytes", "runtime_ms", "clat_n",
+                          "clat_mean_ns", "fio_percentiles_ns")}
+                     for r, d in reps.items()},
+            "bw_bytes": L.summary(d["bw_bytes"] for d in reps.values()),
+            "iops": L.summary(d["iops"] for d in reps.values()),
+            "latency_ns": {pct_name(q): L.percentile_from_bins(merged, q)
+                           for q in PERCENTILES},
+            "latency_ios": sum(merged.values()),
+            "latency_reps": len(bins_of(run, arm, phase)),
+        }
+    return out
+
+
+def verdicts(run, comps):
+    """Plain-language goal verdicts, one per metric and read phase."""
+    out = []
+    main = {c["phase"]: c for c in comps
+            if (c["a"], c["b"]) == (MAIN_A, MAIN_B)}
+    read_phases = [p for p in run["phases"]
+                   if phase_direction(run, p) == "read"]
+    if not read_phases:
+        out.append({"metric": "-", "phase": "-", "status": "not measured",
+                    "text": "No read phase in this run: the goals are "
+                            "about fragmented reads."})
+    for phase in read_phases:
+        c = main[phase]
+        for metric, key, goal, better in (
+                ("throughput", None, GOAL_BW_RATIO, "higher"),
+                ("p99 latency", "p99", GOAL_P99_RATIO, "lower")):
+            what = (f"{phase} {metric}, per-extent ÷ per-inode "
+                    f"({MAIN_A}/{MAIN_B})")
+            sign = "≥" if better == "higher" else "≤"
+            v = {"metric": metric, "phase": phase, "goal": goal,
+                 "goal_text": f"{sign} {goal}"}
+            if c["status"] != "measured":
+                v.update(status="not measured",
+                         text=f"{what}: not measured ({c['reason']}).")
+                out.append(v)
+                continue
+            r = c["bw"] if key is None else c["latency"][key]
+            ratio, lo, hi = r["ratio"], r["ci_lo"], r["ci_hi"]
+            if ratio is None or math.isnan(ratio):
+                v.update(status="not measured",
+                         text=f"{what}: not measured (no latency bins).")
+                out.append(v)
+                continue
+            met = ratio >= goal if better == "higher" else ratio <= goal
+            inside = (not math.isnan(lo) and lo <= goal <= hi)
+            status = "met" if met else "not met"
+            text = (f"{what}: {ratio:.3f} (95% CI {fmt_ci(lo, hi)}), "
+                    f"goal {sign} {goal}: **{status}**")
+            if inside:
+                text += (" (not conclusive: the CI contains the goal; "
+                         "more reps would narrow it)")
+            v.update(status=status, value=ratio, ci_lo=lo, ci_hi=hi,
+                     conclusive=not inside, text=text + ".")
+            out.append(v)
+    return out
+
+
+def extent_check(run):
+    """Per-rep extent counts of the test file vs min_extents, if recorded."""
+    counts = run["meta"].get("extent_counts")
+    if not isinstance(counts, dict) or not counts:
+        return None
+    want = run["meta"].get("min_extents")
+    out = {}
+    for arm in arm_order(counts):
+        v = [x for x in counts[arm] if isinstance(x, (int, float))]
+        low = [x for x in v if isinstance(want, (int, float)) and x < want]
+        out[arm] = {"counts": v, "median": L.summary(v)["median"],
+                    "below_min": low}
+        if low:
+            run["warnings"].append(
+                f"{arm}: extent count {low} below min_extents={want}: the "
+                "file was less fragmented than the workload asks")
+    return {"min_extents": want, "arms": out}
+
+
+# ------------------------------------------------------------ profiles
+
+def parse_bpftrace(path):
+    """bpftrace -f json lines -> {"maps": {...}, "hists": {name: buckets}}.
+
+    Keyed histograms become "name[key]". Non-JSON lines and other record
+    types are skipped. Later records of one name replace earlier ones.
+    """
+    maps, hists = {}, {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            data = rec.get("data") if isinstance(rec, dict) else None
+            if not isinstance(data, dict):
+                continue
+            for name, val in data.items():
+                if rec.get("type") == "map":
+                    maps[name] = val
+                elif rec.get("type") == "hist":
+                    if isinstance(val, list):
+                        hists[name] = val
+                    elif isinstance(val, dict):
+                        for k, b in val.items():
+                            if isinstance(b, list):
+                                hists[f"{name}[{k}]"] = b
+    return {"maps": maps, "hists": hists}
+
+
+def hist_total(buckets):
+    """Total count of a bpftrace histogram."""
+    return sum(int(b.get("count", 0)) for b in buckets)
+
+
+def derivation_count(bt):
+    """Key derivations seen by bpftrace: a 'derive' count map, else hist."""
+    for name, val in bt["maps"].items():
+        if "derive" in name:
+            if isinstance(val, dict):
+                return sum(v for v in val.values()
+                           if isinstance(v, (int, float)))
+            if isinstance(val, (int, float)):
+                return val
+    for name, b in bt["hists"].items():
+        if "derive" in name:
+            return hist_total(b)
+    return None
+
+
+def parse_slabinfo(path):
+    """/proc/slabinfo -> {cache: {active_objs, num_objs, objsize, bytes}}."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(("#", "slabinfo")):
+                continue
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            try:
+                active, num, size = (int(x) for x in parts[1:4])
+            except ValueError:
+                continue
+            out[parts[0]] = {"active_objs": active, "num_objs": num,
+                             "objsize": size, "bytes": num * size}
+    return out
+
+
+PROFILE_KINDS = (("bpftrace.json", "bpftrace"), ("slab.txt", "slab"),
+                 ("perf-stat.txt", "perf stat"), ("flame.svg", "flame graph"))
+
+
+def load_profiles(run):
+    """What profiles/ holds, per arm, parsed where we can."""
+    pdir = os.path.join(run["dir"], "profiles")
+    if not os.path.isdir(pdir):
+        return None
+    out = {}
+    for arm in arm_order(n for n in os.listdir(pdir)
+                         if os.path.isdir(os.path.join(pdir, n))):
+        d = os.path.join(pdir, arm)
+        entry = {"files": sorted(os.listdir(d))}
+        try:
+            if os.path.exists(os.path.join(d, "bpftrace.json")):
+                entry["bpftrace"] = parse_bpftrace(
+                    os.path.join(d, "bpftrace.json"))
+            if os.path.exists(os.path.join(d, "slab.txt")):
+                entry["slab"] = parse_slabinfo(os.path.join(d, "slab.txt"))
+            if os.path.exists(os.path.join(d, "perf-stat.txt")):
+                with open(os.path.join(d, "perf-stat.txt"),
+                          encoding="utf-8", errors="replace") as f:
+                    entry["perf_stat"] = f.read()
+        except OSError as e:
+            run["warnings"].append(f"profiles/{arm}: {e}")
+        out[arm] = entry
+    return out
+
+
+def load_scaling(run):
+    """scaling.json -> {arm: [{extents, bw_bytes: [...], summary}]}."""
+    path = os.path.join(run["dir"], "scaling.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        raw = read_json_file(path)
+    except RunError as e:
+        run["warnings"].append(str(e))
+        return None
+    out = {}
+    for arm in arm_order(raw if isinstance(raw, dict) else {}):
+        pts = raw[arm]
+        if not isinstance(pts, list):
+            continue
+        clean = []
+        for p in pts:
+            if isinstance(p, dict) and "extents" in p and p.get("bw_bytes"):
+                bw = p["bw_bytes"]
+                bw = bw if isinstance(bw, list) else [bw]
+                clean.append({"extents": p["extents"], "bw_bytes": bw,
+                              "summary": L.summary(bw)})
+        if clean:
+            out[arm] = sorted(clean, key=lambda p: p["extents"])
+    return out or None
+
+
+# -------------------------------------------------------------- plots
+
+def arm_colors(arms):
+    """A fixed color per arm (tab10 in KNOWN_ARMS order)."""
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+    names = arm_order(set(KNOWN_ARMS) | set(arms))
+    return {a: palette[i % len(palette)] for i, a in enumerate(names)}
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, out_dir, name):
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    _plt().close(fig)
+    return name
+
+
+def plot_throughput(run, res, out_dir, colors):
+    """Median bars, min-max whiskers, one dot per rep; per phase panel."""
+    plt = _plt()
+    arms = list(run["arms"])
+    phases = run["phases"]
+    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 4),
+                             squeeze=False)
+    for ax, phase in zip(axes[0], phases):
+        for i, arm in enumerate(arms):
+            if arm not in run["measured"] or \
+                    not res["arms"][arm]["phases"][phase]["reps"]:
+                ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
+                        else "no data", rotation=90, ha="center",
+                        va="bottom", fontsize=9, color="gray",
+                        transform=ax.get_xaxis_transform())
+                continue
+            s = res["arms"][arm]["phases"][phase]["bw_bytes"]
+            med = s["median"] / MIB
+            ax.bar(i, med, color=colors[arm], alpha=0.75)
+            ax.errorbar(i, med, yerr=[[med - s["min"] / MIB],
+                                      [s["max"] / MIB - med]],
+                        color="black", capsize=4, lw=1)
+            vals = [d["bw_bytes"] / MIB for d in
+                    res["arms"][arm]["phases"][phase]["reps"].values()]
+            ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
+                    alpha=0.6)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_title(f"{phase} ({phase_direction(run, phase)})")
+        ax.set_ylabel("throughput, MiB/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Throughput: bar = median, whiskers = min-max, "
+                 "dots = reps", fontsize=10)
+    return _save(fig, out_dir, "throughput.png")
+
+
+def plot_latency(run, res, out_dir, colors):
+    """p50/p99/p99.9 of merged bins per arm, log scale, per phase."""
+    plt = _plt()
+    arms = [a for a in run["measured"]]
+    if not arms:
+        return None
+    phases = run["phases"]
+    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 4),
+                             squeeze=False)
+    width = 0.8 / len(arms)
+    any_data = False
+    for ax, phase in zip(axes[0], phases):
+        for j, arm in enumerate(arms):
+            lat = res["arms"][arm]["phases"][phase]["latency_ns"]
+            ys = [lat[pct_name(q)] / 1000.0 for q in PERCENTILES]
+            xs = [i + (j - (len(arms) - 1) / 2) * width
+                  for i in range(len(PERCENTILES))]
+            ok = [(x, y) for x, y in zip(xs, ys) if not math.isnan(y)]
+            if ok:
+                any_data = True
+                ax.bar([x for x, _ in ok], [y for _, y in ok], width,
+                       color=colors[arm], label=arm)
+        ax.set_xticks(range(len(PERCENTILES)))
+        ax.set_xticklabels([pct_name(q) for q in PERCENTILES])
+        ax.set_yscale("log")
+        ax.set_ylabel("completion latency, µs (log)")
+        ax.set_title(phase)
+        ax.grid(axis="y", alpha=0.3, which="both")
+    if not any_data:
+        plt.close(fig)
+        return None
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("Completion latency percentiles from fio bins merged "
+                 "over all reps", fontsize=10)
+    return _save(fig, out_dir, "latency.png")
+
+
+def plot_main_ratio(run, res, out_dir):
+    """btrfs-extent/btrfs-inode throughput and p99 ratios with 95% CIs."""
+    comps = [c for c in res["comparisons"]
+             if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
+             and c["status"] == "measured"]
+    if not comps:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, goal, title in (
+            (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
+            (axes[1], "p99", GOAL_P99_RATIO, "p99 latency ratio (merged)")):
+        for i, c in enumerate(comps):
+            r = c["bw"] if key is None else c["latency"][key]
+            if math.isnan(r["ratio"]):
+                continue
+            lo, hi = r["ci_lo"], r["ci_hi"]
+            yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
+                    if not math.isnan(lo) else None)
+            ax.errorbar(i, r["ratio"], yerr=yerr, fmt="o", capsize=6,
+                        color="#1f77b4")
+            ax.annotate(f"{r['ratio']:.3f}", (i, r["ratio"]),
+                        textcoords="offset points", xytext=(8, 0),
+                        fontsize=8)
+        ax.axhline(1.0, color="gray", lw=1)
+        ax.axhline(goal, color="#d62728", ls="--", lw=1,
+                   label=f"goal {'≥' if key is None else '≤'} {goal} "
+                         "(read phases)")
+        ax.set_xticks(range(len(comps)))
+        ax.set_xticklabels([c["phase"] for c in comps])
+        ax.set_xlim(-0.5, len(comps) - 0.5)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"{MAIN_A} / {MAIN_B} with 95% bootstrap CI", fontsize=10)
+    return _save(fig, out_dir, "ratio_extent_inode.png")
+
+
+def plot_comparisons(res, out_dir):
+    """Every measured comparison's throughput ratio and CI, per phase."""
+    comps = [c for c in res["comparisons"] if c["status"] == "measured"]
+    if not comps:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(comps) + 1.2))
+    for i, c in enumerate(comps):
+        r = c["bw"]
+        color = "#d62728" if r["significant"] else "#1f77b4"
+        ax.errorbar(r["ratio"], i, xerr=[[r["ratio"] - r["ci_lo"]],
+                                         [r["ci_hi"] - r["ratio"]]],
+                    fmt="o", color=color, capsize=3)
+    ax.axvline(1.0, color="gray", lw=1)
+    ax.set_yticks(range(len(comps)))
+    ax.set_yticklabels([f"{c['a']}/{c['b']} {c['phase']}" for c in comps],
+                       fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("throughput ratio of medians, 95% bootstrap CI "
+                  "(red: significant change)")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_dir, "comparisons.png")
+
+
+def _bucket_label(b, unit_ns):
+    lo = b.get("min")
+    if lo is None:
+        return f"<{fmt_count(b.get('max'))}"
+    if unit_ns:
+        return fmt_ns(lo)
+    return fmt_count(lo)
+
+
+def plot_bpftrace_hists(profiles, out_dir, colors):
+    """One PNG per bpftrace histogram name, arms side by side."""
+    names = sorted({n for e in profiles.values()
+                    for n in e.get("bpftrace", {}).get("hists", {})})
+    out = []
+    plt = _plt()
+    for name in names[:12]:
+        per_arm = {a: e["bpftrace"]["hists"][name]
+                   for a, e in profiles.items()
+                   if name in e.get("bpftrace", {}).get("hists", {})}
+        keys = sorted({(b.get("min") if b.get("min") is not None else -1)
+                       for bs in per_arm.values() for b in bs})
+        if not keys:
+            continue
+        label_of = {}
+        for bs in per_arm.values():
+            for b in bs:
+                k = b.get("min") if b.get("min") is not None else -1
+                label_of[k] = _bucket_label(b, name.endswith("_ns")
+                                            or "_ns[" in name)
+        fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(keys) + 2), 3.8))
+        width = 0.8 / len(per_arm)
+        for j, (arm, bs) in enumerate(per_arm.items()):
+            counts = {(b.get("min") if b.get("min") is not None else -1):
+                      int(b.get("count", 0)) for b in bs}
+            xs = [i + (j - (len(per_arm) - 1) / 2) * width
+                  for i in range(len(keys))]
+            ax.bar(xs, [counts.get(k, 0) for k in keys], width,
+                   color=colors.get(arm), label=f"{arm} (n={hist_total(bs)})")
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([label_of[k] for k in keys], rotation=45,
+                           ha="right", fontsize=7)
+        ax.set_ylabel("count")
+        ax.set_title(f"bpftrace {name} (bucket lower bound)", fontsize=10)
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        fname = "bpftrace_" + re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                                     name.lstrip("@")).strip("_") + ".png"
+        out.append({"name": name, "file": _save(fig, out_dir, fname)})
+    return out
+
+
+def plot_derivations_vs_extents(points, out_dir, colors):
+    """Key derivations (bpftrace) against extent count, one dot per arm."""
+    if not points:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm, (ext, der) in points.items():
+        ax.plot(ext, der, "o", color=colors.get(arm), label=arm)
+        ax.annotate(arm, (ext, der), textcoords="offset points",
+                    xytext=(6, 4), fontsize=8)
+    ax.set_xlabel("extents in the test file (median over reps)")
+    ax.set_ylabel("key derivations (bpftrace)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    return _save(fig, out_dir, "derivations_vs_extents.png")
+
+
+def slab_selection(slabs, limit=14):
+    """Caches worth showing: fscrypt/crypto/key ones first, then fs ones."""
+    names = {n for s in slabs.values() for n in s}
+    top = max(1, max((v["bytes"] for s in slabs.values()
+                      for v in s.values()), default=1))
+
+    def rank(n):
+        best = max(s.get(n, {}).get("bytes", 0) for s in slabs.values())
+        pri = (0 if re.search(r"fscrypt", n) else
+               1 if re.search(r"crypt|key", n) else
+               2 if re.search(r"btrfs|ext4|extent|inode", n) else 3)
+        return (pri, -best / top, n)
+
+    return sorted(names, key=rank)[:limit]
+
+
+def plot_slab(slabs, caches, out_dir, colors):
+    """Memory (num_objs * objsize) of selected slab caches per arm."""
+    if not slabs or not caches:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(caches) * len(slabs)
+                                    / 2 + 1.5))
+    height = 0.8 / len(slabs)
+    for j, (arm, s) in enumerate(slabs.items()):
+        ys = [i + (j - (len(slabs) - 1) / 2) * height
+              for i in range(len(caches))]
+        ax.barh(ys, [s.get(c, {}).get("bytes", 0) / 1024 for c in caches],
+                height, color=colors.get(arm), label=arm)
+    ax.set_yticks(range(len(caches)))
+    ax.set_yticklabels(caches, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("slab memory, KiB (num_objs x objsize)")
+    ax.legend(fontsize=7)
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_dir, "slab.png")
+
+
+def plot_scaling(scaling, out_dir, colors):
+    """Throughput vs extent count, absolute and relative to the first."""
+    if not scaling:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for arm, pts in scaling.items():
+        xs = [p["extents"] for p in pts]
+        med = [p["summary"]["median"] / MIB for p in pts]
+        lo = [m - p["summary"]["min"] / MIB for m, p in zip(med, pts)]
+        hi = [p["summary"]["max"] / MIB - m for m, p in zip(med, pts)]
+        axes[0].errorbar(xs, med, yerr=[lo, hi], fmt="o-", capsize=3,
+                         color=colors.get(arm), label=arm)
+        axes[1].plot(xs, [m / med[0] for m in med], "o-",
+                     color=colors.get(arm), label=arm)
+    axes[0].set_ylabel("throughput, MiB/s (median, min-max)")
+    axes[1].set_ylabel("relative to the fewest-extents point")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("extents in the file (log)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Cost vs extent count", fontsize=10)
+    return _save(fig, out_dir, "scaling.png")
+
+
+def plot_order(run, out_dir, colors):
+    """Throughput against run order, to show drift over the run."""
+    order = run["meta"].get("order")
+    if not isinstance(order, list) or not order:
+        return None
+    plt = _plt()
+    phases = run["phases"]
+    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.5),
+                             squeeze=False)
+    seen = False
+    for ax, phase in zip(axes[0], phases):
+        labelled = set()
+        for pos, item in enumerate(order):
+            if not (isinstance(item, list) and len(item) == 2):
+                continue
+            arm, rep = item
+            d = run["data"].get(arm, {}).get(phase, {}).get(rep)
+            if d is None:
+                continue
+            seen = True
+            ax.plot(pos + 1, d["bw_bytes"] / MIB, "o", color=colors.get(arm),
+                    label=None if arm in labelled else arm)
+            labelled.add(arm)
+        ax.set_title(phase)
+        ax.set_xlabel("position in run order")
+        ax.set_ylabel("MiB/s")
+        ax.grid(alpha=0.3)
+    if not seen:
+        plt.close(fig)
+        return None
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("Throughput in run order (drift check)", fontsize=10)
+    return _save(fig, out_dir, "run_order.png")
+
+
+# ---------------------------------------------------------- formatting
+
+def isnum(x):
+    return isinstance(x, (int, float)) and not (isinstance(x, float)
+                                                and math.isnan(x))
+
+
+def _g3(v):
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def fmt_ns(ns):
+    """Latency with a unit: 850 ns, 85.5 µs, 2.18 ms, 1.20 s."""
+    if not isnum(ns):
+        return "n/a"
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if ns >= scale:
+            return f"{_g3(ns / scale)} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_count(x):
+    """1500 -> 1.5K, 2097152 -> 2.0M (bpftrace bucket labels)."""
+    if not isnum(x):
+        return "?"
+    for scale, unit in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g}{unit}"
+    return f"{x:g}"
+
+
+def fmt_mib(b):
+    return "n/a" if not isnum(b) else f"{b / MIB:.2f}"
+
+
+def fmt_pct(x, sign=True):
+    return "n/a" if not isnum(x) else (f"{x:+.2f}%" if sign else f"{x:.2f}%")
+
+
+def fmt_p(p):
+    return "n/a" if not isnum(p) else f"{p:.4f}"
+
+
+def fmt_ratio(r):
+    return "n/a" if not isnum(r) else f"{r:.3f}"
+
+
+def fmt_ci(lo, hi):
+    return "n/a" if not (isnum(lo) and isnum(hi)) else f"{lo:.3f}-{hi:.3f}"
+
+
+def rep_span(reps):
+    """[1,2,3,5] -> '1..3,5'."""
+    reps = sorted(reps)
+    out, i = [], 0
+    while i < len(reps):
+        j = i
+        while j + 1 < len(reps) and reps[j + 1] == reps[j] + 1:
+            j += 1
+        out.append(str(reps[i]) if i == j else f"{reps[i]}..{reps[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# ------------------------------------------------------ document model
+
+class Doc:
+    """Blocks rendered both to Markdown and to HTML.
+
+    Inline text may use **bold**, `code` and [label](href).
+    """
+
+    def __init__(self):
+        self.blocks = []
+
+    def h(self, level, text):
+        self.blocks.append(("h", level, text))
+
+    def p(self, text):
+        self.blocks.append(("p", text))
+
+    def note(self, text):
+        self.blocks.append(("note", text))
+
+    def ul(self, items):
+        self.blocks.append(("ul", list(items)))
+
+    def table(self, headers, rows, notes=()):
+        self.blocks.append(("table", headers, rows, list(notes)))
+
+    def code(self, title, text):
+        self.blocks.append(("code", title, text))
+
+    def img(self, src, alt):
+        self.blocks.append(("img", src, alt))
+
+    # -- markdown
+    @staticmethod
+    def _md_cell(s):
+        s = str(s).replace("|", "\\|").replace("\n", " ")
+        return "\\*" if s == "*" else s
+
+    def to_md(self):
+        out = []
+        for b in self.blocks:
+            kind = b[0]
+            if kind == "h":
+                out.append("#" * b[1] + " " + b[2])
+            elif kind == "p":
+                out.append(b[1])
+            elif kind == "note":
+                out.append("> " + b[1])
+            elif kind == "ul":
+                out.append("\n".join("- " + i for i in b[1]))
+            elif kind == "table":
+                _, headers, rows, notes = b
+                lines = ["| " + " | ".join(self._md_cell(h) for h in headers)
+                         + " |",
+                         "|" + "|".join("---" for _ in headers) + "|"]
+                lines += ["| " + " | ".join(self._md_cell(c) for c in r)
+                          + " |" for r in rows]
+                out.append("\n".join(lines))
+                if notes:
+                    out.append("\n".join(f"{n}  " for n in notes).rstrip())
+            elif kind == "code":
+                fence = "````" if "```" in b[2] else "```"
+                out.append(f"{b[1]}:\n\n{fence}\n{b[2].rstrip()}\n{fence}")
+            elif kind == "img":
+                out.append(f"![{b[2]}]({b[1]})")
+        return "\n\n".join(out) + "\n"
+
+    # -- html
+    @staticmethod
+    def _inline(text):
+        s = html.escape(str(text), quote=False)
+        s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+        s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
+        s = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)",
+                   lambda m: f'<a href="{html.escape(m.group(2))}">'
+                             f'{m.group(1)}</a>', s)
+        return s
+
+    @staticmethod
+    def _anchor(text):
+        return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+    def to_html(self, title):
+        out = ["<!DOCTYPE html>",
+               '<html lang="en"><head><meta charset="utf-8">',
+               f"<title>{html.escape(title)}</title>", "<style>", CSS,
+               "</style></head><body>"]
+        for b in self.blocks:
+            kind = b[0]
+            if kind == "h":
+                out.append(f'<h{b[1]} id="{self._anchor(b[2])}">'
+                           f"{self._inline(b[2])}</h{b[1]}>")
+            elif kind == "p":
+                out.append(f"<p>{self._inline(b[1])}</p>")
+            elif kind == "note":
+                out.append(f'<div class="note">{self._inline(b[1])}</div>')
+            elif kind == "ul":
+                out.append("<ul>" + "".join(f"<li>{self._inline(i)}</li>"
+                                            for i in b[1]) + "</ul>")
+            elif kind == "table":
+                _, headers, rows, notes = b
+                t = ["<table><thead><tr>"]
+                t += [f"<th>{self._inline(h)}</th>" for h in headers]
+                t.append("</tr></thead><tbody>")
+                for r in rows:
+                    t.append("<tr>" + "".join(
+                        f"<td{self._cls(c)}>{self._inline(c)}</td>"
+                        for c in r) + "</tr>")
+                t.append("</tbody></table>")
+                out.append("".join(t))
+                for n in notes:
+                    out.append(f'<p class="fn">{self._inline(n)}</p>')
+            elif kind == "code":
+                out.append(f"<details><summary>{self._inline(b[1])}"
+                           f"</summary><pre>{html.escape(b[2])}</pre>"
+                           "</details>")
+            elif kind == "img":
+                out.append(f'<p><img src="{html.escape(b[1])}" '
+                           f'alt="{html.escape(b[2])}"></p>')
+        out.append("</body></html>")
+        return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _cls(cell):
+        c = str(cell)
+        if re.fullmatch(r"[-+]?[\d.]+(%| ?[µm]?s| ns)?|n/a|\*|[\d.]+-[\d.]+",
+                        c):
+            return ' class="num"'
+        return ""
+
+
+CSS = """
+body { font-family: sans-serif; max-width: 1150px; margin: 1em auto;
+       padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 3px 8px; text-align: left; }
+th { background: #eee; }
+td.num { text-align: right; font-family: monospace; }
+.note { border: 2px solid #d9a400; background: #fff6d5; padding: 0.6em;
+        margin: 1em 0; }
+.fn { font-size: 0.85em; color: #444; margin: 0.2em 0; }
+pre { background: #f5f5f5; padding: 0.5em; overflow-x: auto; }
+img { max-width: 100%; }
+code { background: #f0f0f0; padding: 0 2px; }
+"""
+
+
+# ------------------------------------------------------- report body
+
+def section_header(doc, run, res):
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    doc.h(1, f"Benchmark report: workload {meta.get('workload', '?')}, "
+             f"{meta.get('date', 'undated')}")
+    accel = str(info.get("accel", "?"))
+    note = TIMING_NOTE
+    if accel in ("tcg", "icount"):
+        note = f"This run used **{accel}**. " + note
+    doc.note(note)
+
+
+def section_verdicts(doc, res):
+    doc.h(2, "Verdicts")
+    doc.p(f"Goals, {MAIN_A} (per-extent keys) against {MAIN_B} (per-inode "
+          f"keys) on fragmented reads: throughput ratio ≥ {GOAL_BW_RATIO}, "
+          f"p99 completion latency ratio ≤ {GOAL_P99_RATIO}. \"met\" "
+          "compares the point estimate (ratio of medians; p99 from bins "
+          "merged over reps) with the goal; the 95% CI is a percentile "
+          "bootstrap over reps.")
+    doc.ul(v["text"] for v in res["verdicts"])
+
+
+def section_run(doc, run):
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    doc.h(2, "Run")
+    rows = [
+        ("workload", meta.get("workload")),
+        ("date", meta.get("date")),
+        ("reps per arm", meta.get("reps")),
+        ("phases", ", ".join(run["phases"])),
+        ("kernel release", info.get("kernel_release")),
+        ("kernel series hash", info.get("kernel_series_hash")),
+        ("kernel config sha256", info.get("kernel_config_sha256")),
+        ("accel", info.get("accel")),
+        ("vCPUs", info.get("cpus")),
+        ("guest memory, MB", info.get("mem_mb")),
+        ("fio", meta.get("fio_version")),
+        ("elapsed, s", info.get("elapsed_s")),
+    ]
+    doc.table(["item", "value"],
+              [(k, f"`{v}`" if v not in (None, "") else "not recorded")
+               for k, v in rows])
+    for k in sorted(set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline",
+                                 "kernel_release", "kernel_series_hash",
+                                 "kernel_config_sha256", "elapsed_s"}):
+        doc.p(f"{k}: `{info[k]}`")
+    doc.code("QEMU command line", str(info.get("qemu_cmdline",
+                                               "not recorded")))
+    order = meta.get("order")
+    if isinstance(order, list) and order:
+        text = " ".join(f"{a}#{r}" for a, r in
+                        (o for o in order if isinstance(o, list)
+                         and len(o) == 2))
+        doc.code(f"Run order ({len(order)} arm runs)", text)
+    jobs = meta.get("jobfiles") or {}
+    if jobs:
+        for name in sorted(jobs):
+            doc.code(f"fio job file {name}", str(jobs[name]))
+    else:
+        doc.p("fio job files: not recorded in meta.json.")
+
+
+def section_arms(doc, run):
+    doc.h(2, "Arms")
+    rows = []
+    for arm, spec in run["arms"].items():
+        if arm in run["measured"]:
+            enc = spec.get("encrypted")
+            rows.append((arm, "measured", spec.get("fs", "?"),
+                         f"`{spec.get('mkfs', '?')}`",
+                         f"`{spec['mount']}`" if spec.get("mount")
+                         else "(defaults)",
+                         "yes" if enc else "no" if enc is False else "?",
+                         f"`{REFERENCE[arm]}`" if arm in REFERENCE else "-"))
+        else:
+            rows.append((arm, "**not measured**", spec.get("fs", "-"),
+                         "-", "-", "-", "-"))
+    doc.table(["arm", "status", "fs", "mkfs", "mount options", "encrypted",
+               "reference arm"], rows)
+    doc.h(2, "Skipped arms")
+    if run["not_measured"]:
+        doc.ul(f"**{a}**: {r}" for a, r in run["not_measured"].items())
+    else:
+        doc.p("None: every arm of meta.json was measured.")
+
+
+def mw_footnote(na, nb):
+    """Footnote text when n is too small for MW to reach p < 0.05."""
+    return (f"n={na} vs {nb}: the smallest two-sided Mann-Whitney p "
+            f"attainable is {L.min_mw_p(na, nb):.3f}, not below "
+            f"{L.ALPHA}, so no change can be marked significant with this "
+            "many reps (5 vs 5 can reach 0.0079).")
+
+
+def section_phases(doc, run, res, threshold, plots):
+    doc.h(2, "Throughput")
+    doc.p("Throughput is fio `bw_bytes` in MiB/s (2^20 bytes/s), one value "
+          "per rep. Change % is median-based against the reference arm "
+          "named in the row; p is the two-sided Mann-Whitney U p of the "
+          "per-rep values; * = significant: p < 0.05 AND the ranges of the "
+          f"two samples do not overlap AND |change| ≥ {threshold:g}%.")
+    if plots.get("throughput"):
+        doc.img(plots["throughput"], "throughput per arm and phase")
+    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    for phase in run["phases"]:
+        direction = phase_direction(run, phase)
+        doc.h(3, f"{phase} ({direction})")
+        rows, notes, small = [], [], set()
+        for arm in run["arms"]:
+            ref = REFERENCE.get(arm)
+            if arm not in run["measured"]:
+                rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
+                             "", ""))
+                continue
+            a = res["arms"][arm]["phases"][phase]
+            s = a["bw_bytes"]
+            c = comps.get((arm, phase))
+            if ref is None:
+                ch, p, mark = "reference", "", ""
+            elif c is None or c["status"] != "measured":
+                ch, p, mark = f"n/a ({c['reason'] if c else 'no ref'})", \
+                    "", ""
+            else:
+                ch, p = fmt_pct(c["bw"]["change_pct"]), fmt_p(c["bw"]["p"])
+                mark = "*" if c["bw"]["significant"] else ""
+                if not c["bw"]["can_reach"]:
+                    small.add((c["n_a"], c["n_b"]))
+            rows.append((arm, ref or "-", s["n"], fmt_mib(s["median"]),
+                         fmt_mib(s["mean"]), fmt_mib(s["stddev"]),
+                         fmt_pct(100 * s["cov"], sign=False), ch, p, mark))
+        reps = sorted({r for arm in run["measured"]
+                       for r in run["data"][arm][phase]})
+        notes.append(f"raw data: `raw/<arm>/rep<N>/{phase}.json`, "
+                     f"N = {rep_span(reps) or 'none'}")
+        notes += [mw_footnote(na, nb) for na, nb in sorted(small)]
+        doc.table(["arm", "vs", "n", "median MiB/s", "mean", "stddev",
+                   "CoV", "change % vs ref", "p (MW)", "sig"], rows, notes)
+
+
+def section_latency(doc, run, res, plots):
+    doc.h(2, "Completion latency")
+    doc.p("Percentiles are nearest-rank on the fio json+ `clat_ns` "
+          "histograms of all reps merged (not averages of per-rep "
+          "percentiles). The ratio column is this arm over its reference "
+          "arm, with a 95% bootstrap CI that resamples whole reps.")
+    if plots.get("latency"):
+        doc.img(plots["latency"], "latency percentiles")
+    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    for phase in run["phases"]:
+        doc.h(3, f"{phase} latency")
+        rows = []
+        for arm in run["arms"]:
+            if arm not in run["measured"]:
+                rows.append((arm, "skipped", "", "", "", "", ""))
+                continue
+            a = res["arms"][arm]["phases"][phase]
+            lat = a["latency_ns"]
+            c = comps.get((arm, phase))
+            if c and c["status"] == "measured":
+                r = c["latency"]["p99"]
+                rr = (f"{fmt_ratio(r['ratio'])} "
+                      f"[{fmt_ci(r['ci_lo'], r['ci_hi'])}] vs {c['b']}")
+            else:
+                rr = "reference" if arm not in REFERENCE else "n/a"
+            rows.append((arm, a["latency_reps"], a["latency_ios"],
+                         fmt_ns(lat["p50"]), fmt_ns(lat["p99"]),
+                         fmt_ns(lat["p99.9"]), rr))
+        doc.table(["arm", "reps", "I/Os", "p50", "p99", "p99.9",
+                   "p99 ratio [95% CI]"], rows,
+                  [f"raw data: `raw/<arm>/rep<N>/{phase}.json` "
+                   "(jobs[0] clat_ns.bins)"])
+
+
+def section_comparisons(doc, run, res, plots):
+    doc.h(2, "Comparisons")
+    doc.p("Ratio = median throughput of the first arm / median of the "
+          "second, with a 95% percentile-bootstrap CI (each arm's reps "
+          "resampled independently, 10000 draws, fixed seed). Per-rep "
+          "ratios pair rep N of one arm with rep N of the other.")
+    rows, small = [], set()
+    for c in res["comparisons"]:
+        name = f"{c['a']} / {c['b']}"
+        if c["status"] != "measured":
+            rows.append((name, c["phase"], f"not measured: {c['reason']}",
+                         "", "", "", "", "", ""))
+            continue
+        b = c["bw"]
+        if not b["can_reach"]:
+            small.add((c["n_a"], c["n_b"]))
+        rows.append((name, c["phase"], fmt_ratio(b["ratio"]),
+                     fmt_ci(b["ci_lo"], b["ci_hi"]),
+                     fmt_pct(b["change_pct"]), fmt_p(b["p"]),
+                     "yes" if b["separated"] else "no",
+                     "*" if b["significant"] else "",
+                     " ".join(f"{r:.3f}" for r in
+                              c["per_rep_ratio"].values())))
+    doc.table(["comparison", "phase", "throughput ratio", "95% CI",
+               "change %", "p (MW)", "ranges separate", "sig",
+               "per-rep ratios (in rep order)"], rows,
+              [mw_footnote(na, nb) for na, nb in sorted(small)])
+    doc.ul(f"`{a}/{b}`: {label}" for a, b, label in COMPARISONS)
+    doc.h(3, f"{MAIN_A} / {MAIN_B}")
+    if plots.get("ratio"):
+        doc.img(plots["ratio"], "per-extent / per-inode ratios")
+        main = [c for c in res["comparisons"]
+                if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
+        rows = []
+        for c in main:
+            if c["status"] != "measured":
+                rows.append((c["phase"], "not measured", "", "", ""))
+                continue
+            lat = c["latency"]
+            rows.append((c["phase"], fmt_ratio(c["bw"]["ratio"]),
+                         fmt_ci(c["bw"]["ci_lo"], c["bw"]["ci_hi"]),
+                         fmt_ratio(lat["p99"]["ratio"]),
+                         fmt_ci(lat["p99"]["ci_lo"], lat["p99"]["ci_hi"])))
+        doc.table(["phase", "throughput ratio", "95% CI", "p99 ratio",
+                   "95% CI"], rows)
+    else:
+        reason = next((c["reason"] for c in res["comparisons"]
+                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
+                       and c["status"] != "measured"), "no data")
+        doc.p(f"**Not measured: {reason}.** No ratio plot.")
+    if plots.get("comparisons"):
+        doc.img(plots["comparisons"], "all comparisons")
+
+
+def section_fragmentation(doc, res):
+    doc.h(2, "Fragmentation of the test file")
+    ec = res.get("extent_counts")
+    if not ec:
+        doc.p("Extent counts: not recorded in meta.json.")
+        return
+    want = ec["min_extents"]
+    rows = [(arm, ", ".join(str(x) for x in v["counts"]),
+             "yes" if not v["below_min"] else "**no**")
+            for arm, v in ec["arms"].items()]
+    doc.table(["arm", "extents per rep", f"all ≥ min_extents ({want})"],
+              rows)
+
+
+def section_profiles(doc, run, res, plots):
+    doc.h(2, "Profiles")
+    prof = res.get("profiles")
+    if not prof:
+        doc.p("Profiles: not collected (no profiles/ in the run directory).")
+        return
+    rows = []
+    for arm in arm_order(set(run["arms"]) | set(prof)):
+        e = prof.get(arm)
+        cells = []
+        for fname, _ in PROFILE_KINDS:
+            if e and fname in e["files"]:
+                cells.append(f"[{fname}](profiles/{arm}/{fname})")
+            else:
+                cells.append("not collected")
+        other = [f for f in (e["files"] if e else [])
+                 if f not in dict(PROFILE_KINDS)]
+        rows.append([arm] + cells + [", ".join(other) or "-"])
+    doc.table(["arm"] + [k for _, k in PROFILE_KINDS] + ["other files"],
+              rows)
+    doc.h(3, "bpftrace")
+    if plots.get("bpftrace"):
+        for p in plots["bpftrace"]:
+            doc.img(p["file"], f"bpftrace {p['name']}")
+    else:
+        doc.p("bpftrace histograms: not collected.")
+    maps = [(arm, n, v) for arm, e in prof.items()
+            for n, v in e.get("bpftrace", {}).get("maps", {}).items()]
+    if maps:
+        doc.table(["arm", "map", "value"],
+                  [(a, f"`{n}`", json.dumps(v, sort_keys=True))
+                   for a, n, v in maps])
+    doc.h(3, "Key derivations vs extents")
+    if plots.get("derivations"):
+        doc.img(plots["derivations"], "derivations vs extents")
+        doc.table(["arm", "extents (median)", "derivations"],
+                  [(a, f"{x:g}", f"{y:g}")
+                   for a, (x, y) in res["derivations_vs_extents"].items()])
+    else:
+        doc.p("Not collected (needs bpftrace derivation counts and "
+              "extent_counts in meta.json for the same arm).")
+    doc.h(3, "Slab memory")
+    if plots.get("slab"):
+        doc.img(plots["slab"], "slab memory")
+        slabs = {a: e["slab"] for a, e in prof.items() if "slab" in e}
+        doc.table(["cache"] + [f"{a} KiB" for a in slabs],
+                  [[f"`{c}`"] + [f"{s.get(c, {}).get('bytes', 0) / 1024:.0f}"
+                                 for s in slabs.values()]
+                   for c in res["slab_caches"]],
+                  ["KiB = num_objs x objsize / 1024 from the slabinfo "
+                   "snapshot `profiles/<arm>/slab.txt`"])
+    else:
+        doc.p("Slab snapshots: not collected.")
+    doc.h(3, "perf stat")
+    stats = [(a, e["perf_stat"]) for a, e in prof.items() if "perf_stat" in e]
+    if stats:
+        for a, text in stats:
+            lines = text.splitlines()
+            doc.code(f"perf stat, {a}", "\n".join(lines[:200]))
+    else:
+        doc.p("perf stat: not collected.")
+
+
+def section_scaling(doc, res, plots):
+    doc.h(2, "Scaling with extent count")
+    sc = res.get("scaling")
+    if not sc:
+        doc.p("Scaling: not measured (no scaling.json in the run).")
+        return
+    doc.img(plots["scaling"], "throughput vs extents")
+    rows = [(arm, p["extents"], p["summary"]["n"],
+             fmt_mib(p["summary"]["median"]), fmt_mib(p["summary"]["min"]),
+             fmt_mib(p["summary"]["max"]))
+            for arm, pts in sc.items() for p in pts]
+    doc.table(["arm", "extents", "n", "median MiB/s", "min", "max"], rows,
+              ["raw data: `scaling.json`"])
+
+
+def section_tail(doc, run, res, threshold, plots):
+    if plots.get("order"):
+        doc.h(2, "Run order")
+        doc.p("Each point is one arm run; a trend over positions would "
+              "mean the host drifted during the run (the runner interleaves "
+              "arms so that drift hits all of them).")
+        doc.img(plots["order"], "throughput in run order")
+    doc.h(2, "Data problems")
+    if run["warnings"]:
+        doc.ul(f"`{w}`" for w in run["warnings"])
+    else:
+        doc.p("None found.")
+    doc.h(2, "How the numbers are made")
+    doc.ul([
+        "Each rep's number comes from one fio json+ file; the direction "
+        "(read/write) is the side of jobs[0] that moved bytes.",
+        "summary: median, mean, sample stddev (ddof=1), CoV = stddev/mean.",
+        "Ratios: medians of A over medians of B; 95% CI by percentile "
+        "bootstrap, 10000 draws, numpy default_rng with a fixed seed, so "
+        "the report is reproducible.",
+        "Significance (LKP style plus a test): Mann-Whitney U two-sided "
+        f"p < 0.05 AND non-overlapping ranges AND |change| ≥ "
+        f"{threshold:g}% (`--threshold`). With 5 vs 5 reps the smallest "
+        "attainable p is 0.0079; with 3 vs 3 it is 0.1, so 3 reps can "
+        "never be significant.",
+        "Latency percentiles: nearest rank on clat_ns bins merged over "
+        "reps; ratios' CIs resample reps.",
+        "All numbers, per rep, are in `results.json`; raw fio output is in "
+        "`raw/`, copied from the run directory.",
+    ])
+
+
+# ------------------------------------------------------------- driver
+
+def analyze(run, threshold):
+    """Everything the report says, as one JSON-able dict."""
+    res = {
+        "format": "fscrypt-lab-report/1",
+        "run_dir": os.path.abspath(run["dir"]),
+        "threshold_pct": threshold,
+        "units": {"bw_bytes": "bytes/s", "iops": "I/O per s",
+                  "latency_ns": "ns", "tables": "MiB/s = 2^20 bytes/s"},
+        "goals": {"bw_ratio_min": GOAL_BW_RATIO,
+                  "p99_ratio_max": GOAL_P99_RATIO,
+                  "comparison": f"{MAIN_A}/{MAIN_B}"},
+        "meta": run["meta"],
+        "arms": {},
+    }
+    for arm, spec in run["arms"].items():
+        entry = {"status": spec.get("status"), "spec": spec}
+        if arm in run["measured"]:
+            entry["phases"] = analyze_arm(run, arm)
+        else:
+            entry["reason"] = run["not_measured"][arm]
+        res["arms"][arm] = entry
+    res["skipped"] = dict(run["not_measured"])
+    res["comparisons"] = [comparison(run, a, b, label, phase, threshold)
+                          for a, b, label in COMPARISONS
+                          for phase in run["phases"]]
+    res["verdicts"] = verdicts(run, res["comparisons"])
+    res["extent_counts"] = extent_check(run)
+    prof = load_profiles(run)
+    res["profiles"] = prof
+    der = {}
+    if prof and res["extent_counts"]:
+        for arm, e in prof.items():
+            n = derivation_count(e["bpftrace"]) if "bpftrace" in e else None
+            ext = res["extent_counts"]["arms"].get(arm)
+            if n is not None and ext and isnum(ext["median"]):
+                der[arm] = (ext["median"], n)
+    res["derivations_vs_extents"] = der
+    slabs = {a: e["slab"] for a, e in (prof or {}).items() if "slab" in e}
+    res["slab_caches"] = slab_selection(slabs) if slabs else []
+    res["scaling"] = load_scaling(run)
+    res["warnings"] = run["warnings"]
+    return res
+
+
+def make_plots(run, res, out_dir):
+    colors = arm_colors(run["arms"])
+    plots = {
+        "throughput": plot_throughput(run, res, out_dir, colors),
+        "latency": plot_latency(run, res, out_dir, colors),
+        "ratio": plot_main_ratio(run, res, out_dir),
+        "comparisons": plot_comparisons(res, out_dir),
+        "order": plot_order(run, out_dir, colors),
+    }
+    prof = res.get("profiles") or {}
+    plots["bpftrace"] = plot_bpftrace_hists(prof, out_dir, colors)
+    plots["derivations"] = plot_derivations_vs_extents(
+        res["derivations_vs_extents"], out_dir, colors)
+    plots["slab"] = plot_slab({a: e["slab"] for a, e in prof.items()
+                               if "slab" in e}, res["slab_caches"],
+                              out_dir, colors)
+    plots["scaling"] = plot_scaling(res["scaling"], out_dir, colors)
+    return plots
+
+
+def build_doc(run, res, threshold, plots):
+    doc = Doc()
+    section_header(doc, run, res)
+    section_verdicts(doc, res)
+    section_run(doc, run)
+    section_arms(doc, run)
+    section_phases(doc, run, res, threshold, plots)
+    section_latency(doc, run, res, plots)
+    section_comparisons(doc, run, res, plots)
+    section_fragmentation(doc, res)
+    section_profiles(doc, run, res, plots)
+    section_scaling(doc, res, plots)
+    section_tail(doc, run, res, threshold, plots)
+    return doc
+
+
+def jsonable(x):
+    """NaN -> None, tuples -> lists, keys -> str, recursively."""
+    if isinstance(x, float):
+        return None if math.isnan(x) or math.isinf(x) else x
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    return x
+
+
+def copy_sources(run_dir, out_dir):
+    """Copy raw/, profiles/, meta.json, scaling.json, console.log here."""
+    if os.path.realpath(run_dir) == os.path.realpath(out_dir):
+        return
+    for name in ("raw", "profiles"):
+        src, dst = os.path.join(run_dir, name), os.path.join(out_dir, name)
+        if os.path.isdir(src):
+            if os.path.islink(dst) or os.path.isfile(dst):
+                os.remove(dst)
+            elif os.path.isdir(dst):
+                shutil.rmtree(dst)
+            shutil.copytree(src, dst)
+    for name in ("meta.json", "scaling.json", "console.log"):
+        src = os.path.join(run_dir, name)
+        if os.path.isfile(src):
+            shutil.copyfile(src, os.path.join(out_dir, name))
+
+
+def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
+    """Write the whole report; return the results dict."""
+    run = load_run(run_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    res = analyze(run, threshold)
+    plots = make_plots(run, res, out_dir)
+    res["plots"] = plots
+    doc = build_doc(run, res, threshold, plots)
+    meta = run["meta"]
+    title = (f"Benchmark report: {meta.get('workload', '?')} "
+             f"{meta.get('date', '')}")
+    with open(os.path.join(out_dir, "summary.md"), "w",
+              encoding="utf-8") as f:
+        f.write(doc.to_md())
+    with open(os.path.join(out_dir, "index.html"), "w",
+              encoding="utf-8") as f:
+        f.write(doc.to_html(title))
+    with open(os.path.join(out_dir, "results.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(jsonable(res), f, indent=1, sort_keys=False,
+                  ensure_ascii=False)
+        f.write("\n")
+    copy_sources(run_dir, out_dir)
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Build a benchmark report (index.html, summary.md, "
+                    "results.json, PNG plots) from a raw run directory.")
+    ap.add_argument("run_dir", metavar="RUN_DIR")
+    ap.add_argument("out_dir", metavar="OUT_DIR")
+    ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                    metavar="PCT",
+                    help="minimum |change %%| to mark a difference "
+                         "significant (default %(default)g)")
+    args = ap.parse_args(argv)
+    try:
+        res = generate(args.run_dir, args.out_dir, args.threshold)
+    except RunError as e:
+        print(f"generate: error: {e}", file=sys.stderr)
+        return 2
+    for w in res["warnings"]:
+        print(f"generate: warning: {w}", file=sys.stderr)
+    for v in res["verdicts"]:
+        print("verdict: " + v["text"].replace("**", ""))
+    print(f"generate: report in {args.out_dir}/index.html and "
+          f"{args.out_dir}/summary.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

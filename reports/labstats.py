@@ -1,0 +1,273 @@
+"""Statistics of the benchmark lab: small, pure, deterministic functions.
+
+No plotting and no I/O here: generate.py and check.py feed numbers in and
+format what comes out. Every random draw goes through
+numpy.random.default_rng(seed) with a fixed default seed, so two calls with
+the same arguments give the same answer.
+
+Conventions:
+  - "samples" are per-rep values of one arm and phase (e.g. bw_bytes of
+    rep1..rep5), in any order.
+  - latency histograms ("bins") are fio json+ clat_ns["bins"] dicts:
+    latency in ns (str or int key) -> number of I/Os in that bin.
+  - percentiles q are in percent (50, 99, 99.9).
+"""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from scipy import stats as _sps
+
+# Fixed seed of every bootstrap, so reports are reproducible bit for bit.
+SEED = 20261203
+
+# Significance level of every test in the lab.
+ALPHA = 0.05
+
+
+def summary(samples):
+    """Describe a sample: n, median, mean, stddev, cov, min, max.
+
+    stddev is the sample standard deviation (ddof=1), 0.0 when n < 2.
+    cov is the coefficient of variation stddev/mean (nan when mean is 0).
+    With n == 0 every statistic but n is nan.
+    """
+    x = np.asarray(list(samples), dtype=float)
+    n = int(x.size)
+    if n == 0:
+        nan = float("nan")
+        return {"n": 0, "median": nan, "mean": nan, "stddev": nan,
+                "cov": nan, "min": nan, "max": nan}
+    mean = float(np.mean(x))
+    sd = float(np.std(x, ddof=1)) if n >= 2 else 0.0
+    return {
+        "n": n,
+        "median": float(np.median(x)),
+        "mean": mean,
+        "stddev": sd,
+        "cov": sd / mean if mean != 0 else float("nan"),
+        "min": float(np.min(x)),
+        "max": float(np.max(x)),
+    }
+
+
+def bootstrap_ratio_ci(a, b, stat=np.median, n_boot=10000, alpha=ALPHA,
+                       seed=SEED):
+    """Ratio stat(a)/stat(b) with a percentile-bootstrap (1-alpha) CI.
+
+    a and b are resampled independently (with replacement, same size as the
+    original), n_boot times, from one default_rng(seed); the CI is the
+    alpha/2 and 1-alpha/2 percentiles of the n_boot resampled ratios.
+    stat must be a numpy reduction accepting axis= (np.median, np.mean).
+    Returns (ratio, lo, hi); all nan if either sample is empty.
+    """
+    a = np.asarray(list(a), dtype=float)
+    b = np.asarray(list(b), dtype=float)
+    if a.size == 0 or b.size == 0:
+        nan = float("nan")
+        return nan, nan, nan
+    ratio = float(stat(a) / stat(b))
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, a.size, size=(n_boot, a.size))
+    ib = rng.integers(0, b.size, size=(n_boot, b.size))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = stat(a[ia], axis=1) / stat(b[ib], axis=1)
+    lo, hi = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return ratio, float(lo), float(hi)
+
+
+def mann_whitney(a, b):
+    """Two-sided Mann-Whitney U p-value of a vs b (scipy, method 'auto').
+
+    scipy computes the exact distribution for small samples without ties.
+    Returns 1.0 when either sample has fewer than 2 values, or when scipy
+    cannot give a p (all values tied).
+    """
+    a = list(a)
+    b = list(b)
+    if len(a) < 2 or len(b) < 2:
+        return 1.0
+    p = float(_sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def min_mw_p(n_a, n_b):
+    """Smallest two-sided exact Mann-Whitney p attainable with n_a vs n_b.
+
+    It is 2 / C(n_a + n_b, n_a) (complete separation): 0.1 for 3 vs 3,
+    0.029 for 4 vs 4, 0.0079 for 5 vs 5. If it is not below ALPHA, no
+    difference can be significant whatever the data.
+    """
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def can_reach_significance(n_a, n_b, alpha=ALPHA):
+    """True when n_a vs n_b samples can give a Mann-Whitney p < alpha."""
+    return n_a >= 2 and n_b >= 2 and min_mw_p(n_a, n_b) < alpha
+
+
+def ranges_separate(a, b):
+    """True when the ranges of a and b do not overlap (touching overlaps).
+
+    max(a) < min(b) or max(b) < min(a); False if either is empty.
+    """
+    a = list(a)
+    b = list(b)
+    if not a or not b:
+        return False
+    return max(a) < min(b) or max(b) < min(a)
+
+
+def change_pct(a, b):
+    """Median-based change of a relative to b, in percent.
+
+    (median(a) - median(b)) / median(b) * 100; nan if b is empty, a is
+    empty or median(b) is 0.
+    """
+    a = list(a)
+    b = list(b)
+    if not a or not b:
+        return float("nan")
+    mb = float(np.median(b))
+    if mb == 0:
+        return float("nan")
+    return (float(np.median(a)) - mb) / mb * 100.0
+
+
+def significant_change(a, b, threshold_pct, alpha=ALPHA):
+    """Decide whether a differs from b (the reference), LKP style.
+
+    significant = MW p < alpha AND ranges separate AND
+                  |change_pct| >= threshold_pct.
+    Returns dict(change_pct, p, separated, significant, can_reach) where
+    can_reach is False when the sample sizes cannot give p < alpha at all.
+    """
+    a = list(a)
+    b = list(b)
+    ch = change_pct(a, b)
+    p = mann_whitney(a, b)
+    sep = ranges_separate(a, b)
+    sig = (p < alpha and sep and not math.isnan(ch)
+           and abs(ch) >= threshold_pct)
+    return {"change_pct": ch, "p": p, "separated": sep,
+            "significant": bool(sig),
+            "can_reach": can_reach_significance(len(a), len(b), alpha)}
+
+
+def paired_ratios(a_by_rep, b_by_rep):
+    """Per-rep ratios a[rep] / b[rep] for the reps present in both dicts.
+
+    Returns (reps, ratios), reps sorted; reps with b == 0 are left out.
+    """
+    reps = sorted(set(a_by_rep) & set(b_by_rep))
+    reps = [r for r in reps if b_by_rep[r] != 0]
+    return reps, [a_by_rep[r] / b_by_rep[r] for r in reps]
+
+
+def merge_bins(bins_list):
+    """Add up latency histograms: {latency_ns: count}, keys made int.
+
+    Keys may be str (as in fio JSON) or int. The result is sorted by key.
+    """
+    out = {}
+    for bins in bins_list:
+        for k, c in bins.items():
+            k = int(k)
+            out[k] = out.get(k, 0) + int(c)
+    return dict(sorted(out.items()))
+
+
+def _rank(total, q):
+    """Nearest rank (1-based) of percentile q among total values.
+
+    ceil(q/100 * total), at least 1, computed exactly (no float rounding:
+    99.9% of 1000 is rank 999, not 1000).
+    """
+    f = Fraction(str(q)) / 100
+    return max(1, math.ceil(f * total))
+
+
+def percentile_from_bins(bins, q):
+    """Latency (ns) at percentile q of a histogram, nearest rank.
+
+    The smallest bin value whose cumulative count reaches ceil(q/100 * N),
+    where N is the total count (this is also how fio derives its own
+    percentiles from the same bins). nan for an empty histogram.
+    """
+    items = sorted((int(k), int(c)) for k, c in bins.items() if int(c) > 0)
+    total = sum(c for _, c in items)
+    if total == 0:
+        return float("nan")
+    rank = _rank(total, q)
+    cum = 0
+    for value, count in items:
+        cum += count
+        if cum >= rank:
+            return float(value)
+    return float(items[-1][0])
+
+
+def _bins_matrix(reps, keys):
+    """Counts of each rep's histogram over the common sorted keys."""
+    index = {k: i for i, k in enumerate(keys)}
+    m = np.zeros((len(reps), len(keys)), dtype=np.int64)
+    for r, bins in enumerate(reps):
+        for k, c in bins.items():
+            m[r, index[int(k)]] += int(c)
+    return m
+
+
+def _boot_percentiles(reps, q, n_boot, rng, chunk=500):
+    """Percentile q of the merged histogram of n_boot resamples of reps."""
+    keys = np.array(sorted({int(k) for b in reps for k in b}), dtype=float)
+    m = _bins_matrix(reps, [int(k) for k in keys])
+    n = len(reps)
+    f = Fraction(str(q)) / 100
+    idx = rng.integers(0, n, size=(n_boot, n))
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, chunk):
+        sel = idx[start:start + chunk]
+        w = np.zeros((sel.shape[0], n), dtype=np.int64)
+        np.add.at(w, (np.arange(sel.shape[0])[:, None], sel), 1)
+        cum = np.cumsum(w @ m, axis=1)
+        total = cum[:, -1]
+        # exact integer ceil(f * total), at least 1
+        rank = np.maximum(1, -((-f.numerator * total) // f.denominator))
+        pos = np.argmax(cum >= rank[:, None], axis=1)
+        vals = keys[pos]
+        vals[total == 0] = np.nan
+        out[start:start + chunk] = vals
+    return out
+
+
+def bootstrap_percentile_ratio_ci(reps_a, reps_b, q, n_boot=10000,
+                                  alpha=ALPHA, seed=SEED):
+    """Ratio of latency percentile q, merged bins of a over merged bins of b.
+
+    reps_a / reps_b are lists of per-rep histograms. The point estimate is
+    percentile_from_bins(merge_bins(reps_a), q) / same for b. The CI
+    resamples whole reps with replacement (reps are the independent units,
+    not single I/Os), merges the drawn reps and takes the percentile;
+    percentile-bootstrap (1-alpha) interval of the ratio. Returns
+    (ratio, lo, hi); nan when a side has no data.
+    """
+    nan = float("nan")
+    if not reps_a or not reps_b:
+        return nan, nan, nan
+    pa = percentile_from_bins(merge_bins(reps_a), q)
+    pb = percentile_from_bins(merge_bins(reps_b), q)
+    if math.isnan(pa) or math.isnan(pb) or pb == 0:
+        return nan, nan, nan
+    rng = np.random.default_rng(seed)
+    ba = _boot_percentiles(reps_a, q, n_boot, rng)
+    bb = _boot_percentiles(reps_b, q, n_boot, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = ba / bb
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return pa / pb, nan, nan
+    lo, hi = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return pa / pb, float(lo), float(hi)

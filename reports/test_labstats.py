@@ -1,0 +1,193 @@
+"""Known-answer tests of reports/labstats.py on fixed synthetic data.
+
+Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_labstats
+"""
+
+import math
+import unittest
+
+try:
+    from reports import labstats as L
+except ImportError:  # run from inside reports/
+    import labstats as L
+
+
+class Summary(unittest.TestCase):
+    def test_median_is_robust_to_an_outlier(self):
+        s = L.summary([1, 2, 3, 4, 100])
+        self.assertEqual(s["n"], 5)
+        self.assertEqual(s["median"], 3)
+        self.assertEqual(s["mean"], 22)
+        self.assertEqual((s["min"], s["max"]), (1, 100))
+
+    def test_sample_stddev_uses_ddof_1(self):
+        # sum of squared deviations from the mean 5 is 32; 32/7 with ddof=1
+        s = L.summary([2, 4, 4, 4, 5, 5, 7, 9])
+        self.assertAlmostEqual(s["stddev"], math.sqrt(32 / 7), places=12)
+        self.assertAlmostEqual(s["cov"], math.sqrt(32 / 7) / 5, places=12)
+
+    def test_single_value_has_zero_stddev(self):
+        s = L.summary([42.0])
+        self.assertEqual((s["n"], s["median"], s["stddev"], s["cov"]),
+                         (1, 42.0, 0.0, 0.0))
+
+    def test_empty_sample(self):
+        s = L.summary([])
+        self.assertEqual(s["n"], 0)
+        self.assertTrue(math.isnan(s["median"]))
+
+
+class Bootstrap(unittest.TestCase):
+    A = [98.0, 100.0, 102.0, 99.0, 101.0]
+    B = [49.0, 50.0, 51.0, 49.5, 50.5]
+
+    def test_ratio_of_medians_and_ci_contains_true_ratio(self):
+        r, lo, hi = L.bootstrap_ratio_ci(self.A, self.B)
+        self.assertEqual(r, 2.0)
+        self.assertLess(lo, 2.0)
+        self.assertGreater(hi, 2.0)
+        # resampled medians are sample values: the CI cannot be wider than
+        # min(A)/max(B) .. max(A)/min(B)
+        self.assertGreaterEqual(lo, 98 / 51)
+        self.assertLessEqual(hi, 102 / 49)
+
+    def test_deterministic(self):
+        self.assertEqual(L.bootstrap_ratio_ci(self.A, self.B),
+                         L.bootstrap_ratio_ci(self.A, self.B))
+
+    def test_identical_constant_samples_give_degenerate_ci(self):
+        self.assertEqual(L.bootstrap_ratio_ci([5, 5, 5], [5, 5, 5]),
+                         (1.0, 1.0, 1.0))
+
+    def test_empty_gives_nan(self):
+        self.assertTrue(all(math.isnan(v)
+                            for v in L.bootstrap_ratio_ci([], [1, 2])))
+
+
+class MannWhitney(unittest.TestCase):
+    def test_complete_separation_5_vs_5(self):
+        p = L.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+        self.assertAlmostEqual(p, 2 / 252, places=12)  # 0.0079, exact
+        self.assertAlmostEqual(L.min_mw_p(5, 5), 2 / 252, places=12)
+
+    def test_identical_samples(self):
+        self.assertEqual(L.mann_whitney([1, 2, 3], [1, 2, 3]), 1.0)
+        self.assertEqual(L.mann_whitney([4, 4, 4], [4, 4, 4]), 1.0)
+
+    def test_too_few_samples(self):
+        self.assertEqual(L.mann_whitney([1], [2, 3, 4]), 1.0)
+
+    def test_three_reps_cannot_reach_significance(self):
+        self.assertAlmostEqual(L.mann_whitney([1, 2, 3], [4, 5, 6]), 0.1)
+        self.assertAlmostEqual(L.min_mw_p(3, 3), 0.1)
+        self.assertFalse(L.can_reach_significance(3, 3))
+        self.assertTrue(L.can_reach_significance(4, 4))
+        self.assertTrue(L.can_reach_significance(5, 5))
+
+
+class RangesSeparate(unittest.TestCase):
+    def test_cases(self):
+        self.assertTrue(L.ranges_separate([1, 2, 3], [4, 5]))
+        self.assertTrue(L.ranges_separate([4, 5], [1, 2, 3]))
+        self.assertFalse(L.ranges_separate([1, 2, 3], [3, 4]))  # touching
+        self.assertFalse(L.ranges_separate([1, 5], [2, 3]))  # nested
+        self.assertFalse(L.ranges_separate([], [1]))
+
+
+class SignificantChange(unittest.TestCase):
+    def test_separated_large_change_is_significant(self):
+        d = L.significant_change([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], 5)
+        self.assertEqual(d["change_pct"], (8 - 3) / 3 * 100)
+        self.assertAlmostEqual(d["p"], 2 / 252, places=12)
+        self.assertTrue(d["separated"])
+        self.assertTrue(d["significant"])
+        self.assertTrue(d["can_reach"])
+
+    def test_drop_of_20_percent(self):
+        b = [100, 101, 99, 100.5, 99.5]
+        a = [x * 0.8 for x in b]
+        d = L.significant_change(a, b, 5)
+        self.assertAlmostEqual(d["change_pct"], -20.0)
+        self.assertTrue(d["significant"])
+
+    def test_identical_is_not_significant(self):
+        d = L.significant_change([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], 5)
+        self.assertEqual(d["change_pct"], 0.0)
+        self.assertFalse(d["significant"])
+
+    def test_small_change_below_threshold(self):
+        b = [100.0, 100.1, 100.2, 100.3, 100.4]
+        a = [x + 1 for x in b]  # +1%, separated, p=0.0079
+        d = L.significant_change(a, b, 5)
+        self.assertTrue(d["separated"])
+        self.assertLess(d["p"], 0.05)
+        self.assertFalse(d["significant"])
+
+    def test_overlapping_ranges_not_significant(self):
+        d = L.significant_change([10, 20, 30, 40, 200], [1, 2, 3, 4, 15], 5)
+        self.assertFalse(d["separated"])
+        self.assertFalse(d["significant"])
+
+    def test_three_reps_never_significant(self):
+        d = L.significant_change([10, 11, 12], [1, 2, 3], 5)
+        self.assertFalse(d["significant"])
+        self.assertFalse(d["can_reach"])
+
+
+class PairedRatios(unittest.TestCase):
+    def test_pairs_by_rep(self):
+        reps, r = L.paired_ratios({1: 10, 2: 20, 3: 30}, {1: 5, 3: 10, 4: 1})
+        self.assertEqual(reps, [1, 3])
+        self.assertEqual(r, [2.0, 3.0])
+
+
+class Bins(unittest.TestCase):
+    # 10 I/Os: 4 at 100 ns, 3 at 200, 2 at 400, 1 at 10000
+    H = {"100": 4, "200": 3, "400": 2, "10000": 1}
+
+    def test_merge_adds_counts(self):
+        m = L.merge_bins([{"100": 1, "200": 2}, {"200": 3, "300": 4}, {}])
+        self.assertEqual(m, {100: 1, 200: 5, 300: 4})
+        self.assertEqual(list(m), [100, 200, 300])
+
+    def test_percentiles_nearest_rank(self):
+        p = L.percentile_from_bins
+        self.assertEqual(p(self.H, 10), 100)    # rank 1
+        self.assertEqual(p(self.H, 40), 100)    # rank 4
+        self.assertEqual(p(self.H, 41), 200)    # rank 5
+        self.assertEqual(p(self.H, 50), 200)    # rank 5
+        self.assertEqual(p(self.H, 70), 200)    # rank 7
+        self.assertEqual(p(self.H, 90), 400)    # rank 9
+        self.assertEqual(p(self.H, 99), 10000)  # rank 10
+        self.assertEqual(p(self.H, 100), 10000)
+
+    def test_exact_rank_no_float_rounding(self):
+        # 999 I/Os at 1 us, 1 at 1 ms: p99.9 of 1000 is rank 999 -> 1 us
+        h = {1000: 999, 1000000: 1}
+        self.assertEqual(L.percentile_from_bins(h, 99.9), 1000)
+        self.assertEqual(L.percentile_from_bins(h, 99.95), 1000000)
+
+    def test_merged_percentile_is_not_mean_of_percentiles(self):
+        a = {100: 99, 100000: 1}    # p99 = 100
+        b = {100: 98, 100000: 2}    # p99 = 100000
+        merged = L.merge_bins([a, b])   # 197 of 200 at 100, rank 198
+        self.assertEqual(L.percentile_from_bins(merged, 99), 100000)
+        self.assertEqual(L.percentile_from_bins(a, 99), 100)
+
+    def test_empty(self):
+        self.assertTrue(math.isnan(L.percentile_from_bins({}, 50)))
+
+    def test_percentile_ratio_ci(self):
+        a = [{100: 90, 200: 10}, {100: 91, 200: 9}, {100: 89, 200: 11}]
+        b = [{50: 90, 100: 10}, {50: 92, 100: 8}, {50: 88, 100: 12}]
+        r, lo, hi = L.bootstrap_percentile_ratio_ci(a, b, 50)
+        self.assertEqual((r, lo, hi), (2.0, 2.0, 2.0))
+        r99 = L.bootstrap_percentile_ratio_ci(a, b, 99)
+        self.assertEqual(r99[0], 2.0)
+        self.assertEqual(r99, L.bootstrap_percentile_ratio_ci(a, b, 99))
+        self.assertLessEqual(r99[1], r99[0])
+        self.assertGreaterEqual(r99[2], r99[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
