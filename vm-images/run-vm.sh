@@ -158,14 +158,16 @@ if [ "$shell" = 1 ]; then
 	rc=$?
 else
 	# Progress: echo the job's LAB-* marker lines as they appear.
-	tail -n +1 -F "$console" 2>/dev/null |
-		grep --line-buffered -E '^LAB-(TEST|PROGRESS|JOB)' | sed -u 's/^/[vm] /' &
+	# tail --pid ends with this script, so nothing keeps our stdout open
+	# (a caller piping us into tee would otherwise wait forever).
+	(tail --pid=$$ -n +1 -F "$console" 2>/dev/null |
+		grep --line-buffered -E '^LAB-(TEST|PROGRESS|JOB)' | sed -u 's/^/[vm] /') &
 	ticker=$!
 	timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$console" </dev/null
 	rc=$?
 	sleep 0.5
-	kill $ticker 2>/dev/null
 	pkill -P $ticker 2>/dev/null
+	kill $ticker 2>/dev/null
 fi
 elapsed=$(( $(date +%s) - start ))
 echo "elapsed_s=$elapsed" >>"$out/run.info"
