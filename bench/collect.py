@@ -48,6 +48,7 @@ def arm_config(arms_sh, arm):
         "fs": ask("arm_fs"),
         "mkfs": ask("arm_mkfs"),
         "mount": ask("arm_mount_opts"),
+        "tuning": ask("arm_tuning"),
         "encrypted": not arm.endswith("-plain"),
     }
 

@@ -47,7 +47,7 @@ declare -A skipped
 # Make, mount and (for encrypted arms) set up encryption. Prints a reason and
 # returns 3 if the kernel cannot run this arm, 1 on other errors.
 setup_fs() { # arm dev mnt
-	local arm=$1 dev=$2 mnt=$3 opts err
+	local arm=$1 dev=$2 mnt=$3 opts err tune
 	opts=$(arm_mount_opts "$arm")
 	umount -q "$mnt" 2>/dev/null
 	$(arm_mkfs "$arm") "$dev" >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
@@ -56,6 +56,8 @@ setup_fs() { # arm dev mnt
 		[ -n "$opts" ] && return 3
 		return 1
 	fi
+	tune=$(arm_tuning "$arm" "$(basename "$dev")")
+	[ -z "$tune" ] || sh -c "$tune" || { echo "tuning failed: $tune"; return 1; }
 	mkdir -p "$mnt/bench"
 	if arm_encrypted "$arm"; then
 		err=$(fscrypt_setup "$mnt" "$mnt/bench" 2>&1)

@@ -1121,13 +1121,15 @@ def section_arms(doc, run):
                          f"`{spec.get('mkfs', '?')}`",
                          f"`{spec['mount']}`" if spec.get("mount")
                          else "(defaults)",
+                         f"`{spec['tuning']}`" if spec.get("tuning")
+                         else "-",
                          "yes" if enc else "no" if enc is False else "?",
                          f"`{REFERENCE[arm]}`" if arm in REFERENCE else "-"))
         else:
             rows.append((arm, "**not measured**", spec.get("fs", "-"),
-                         "-", "-", "-", "-"))
-    doc.table(["arm", "status", "fs", "mkfs", "mount options", "encrypted",
-               "reference arm"], rows)
+                         "-", "-", "-", "-", "-"))
+    doc.table(["arm", "status", "fs", "mkfs", "mount options",
+               "tuning after mount", "encrypted", "reference arm"], rows)
     doc.h(2, "Skipped arms")
     if run["not_measured"]:
         doc.ul(f"**{a}**: {r}" for a, r in run["not_measured"].items())
