@@ -80,24 +80,20 @@ int lab_expect_ok(const char *file, int line, long ret, int err,
  * right after the call.  Do not use these for calls that return a resource
  * (an fd) you would leak if the call unexpectedly succeeds.
  */
+/* Evaluate @expr once; then run @check with its result and errno. */
+#define LAB_CAPTURE_(expr, check)					\
+	__extension__ ({						\
+		long lab_r_;						\
+		int lab_e_;						\
+		errno = 0;						\
+		lab_r_ = (long)(expr);					\
+		lab_e_ = errno;						\
+		check;							\
+	})
 #define CHECK_ERRNO(expr, expected, ...)				\
-	__extension__ ({						\
-		long lab_r_;						\
-		int lab_e_;						\
-		errno = 0;						\
-		lab_r_ = (long)(expr);					\
-		lab_e_ = errno;						\
-		EXPECT_ERRNO(lab_r_, lab_e_, (expected), __VA_ARGS__);	\
-	})
+	LAB_CAPTURE_(expr, EXPECT_ERRNO(lab_r_, lab_e_, (expected), __VA_ARGS__))
 #define CHECK_OK(expr, ...)						\
-	__extension__ ({						\
-		long lab_r_;						\
-		int lab_e_;						\
-		errno = 0;						\
-		lab_r_ = (long)(expr);					\
-		lab_e_ = errno;						\
-		EXPECT_OK(lab_r_, lab_e_, __VA_ARGS__);			\
-	})
+	LAB_CAPTURE_(expr, EXPECT_OK(lab_r_, lab_e_, __VA_ARGS__))
 
 /* Print the verdict and return the exit code: LAB_PASS or LAB_FAIL. */
 int lab_result(const char *test_name);
