@@ -28,21 +28,9 @@
 #define NBLOCKS 5
 #define BLOCK 4096
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	int ret;
-
-	if (fd < 0)
-		return -1;
-	ret = write_all(fd, s, strlen(s));
-	close(fd);
-	return ret;
-}
-
 static void tracing(int on)
 {
-	if (write_str(TRACEFS "/events/fscrypt/enable", on ? "1" : "0"))
+	if (write_file(TRACEFS "/events/fscrypt/enable", on ? "1" : "0", 1))
 		lab_die("cannot %s fscrypt events in " TRACEFS ": %s",
 			on ? "enable" : "disable", strerror(errno));
 }
@@ -175,7 +163,7 @@ int main(void)
 	if (lab_add_key(mnt, 1, id) || lab_set_policy(dir, id))
 		lab_die("cannot add a key and set a policy on %s: %s", dir, strerror(errno));
 
-	write_str(TRACEFS "/trace", "");
+	write_file(TRACEFS "/trace", "", 0);	/* clears the buffer */
 	tracing(1);
 	fill_pattern(data, sizeof(data), 42);
 	CHECK_OK(write_file(file, data, sizeof(data)), "write %s", file);

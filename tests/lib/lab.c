@@ -407,36 +407,38 @@ int pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return write_fully(fd, buf, len, off);
 }
 
-int write_file(const char *path, const void *buf, size_t len)
+/*
+ * Close @fd after an operation that returned @ret: -1 with the operation's
+ * errno if it failed, else the result of close().
+ */
+static int close_after(int fd, int ret)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int e;
+	int e = errno;
+	int cret = close(fd);
 
-	if (fd < 0)
-		return -1;
-	if (write_all(fd, buf, len) != 0) {
-		e = errno;
-		close(fd);
+	if (ret != 0) {
 		errno = e;
 		return -1;
 	}
-	return close(fd);
+	return cret;
+}
+
+int write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -1;
+	return close_after(fd, write_all(fd, buf, len));
 }
 
 int fsync_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int e;
 
 	if (fd < 0)
 		return -1;
-	if (fsync(fd) != 0) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return close(fd);
+	return close_after(fd, fsync(fd));
 }
 
 int lab_drop_caches(const char *what)
