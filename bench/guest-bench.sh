@@ -48,6 +48,7 @@ declare -A skipped
 # returns 3 if the kernel cannot run this arm, 1 on other errors.
 setup_fs() { # arm dev mnt
 	local arm=$1 dev=$2 mnt=$3 opts err tune
+	arm_unsupported "$arm" && return 3
 	opts=$(arm_mount_opts "$arm")
 	umount -q "$mnt" 2>/dev/null
 	$(arm_mkfs "$arm") "$dev" >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }

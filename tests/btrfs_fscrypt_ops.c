@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * btrfs_fscrypt_ops - what btrfs encryption must do beyond the common round
+ * trip (btrfs_fscrypt_roundtrip):
+ *
+ *  names:    rename, RENAME_EXCHANGE, RENAME_WHITEOUT, link, unlink, rmdir,
+ *            long names, and fscrypt's policy rules on link and rename;
+ *  data:     mmap writes, partial-block writes, truncate, hole punching,
+ *            fallocate, O_DIRECT (falls back to buffered), no inline extents,
+ *            no compression even with compress-force;
+ *  refusals: reflink/dedupe (EINVAL across encrypted and plain, EOPNOTSUPP
+ *            between encrypted files), chattr +c, fs-verity, encoded read,
+ *            send, subvolumes and snapshots inside encrypted directories;
+ *  snapshot: a snapshot of a subvolume with encrypted files reads back with
+ *            the key; key removal hides both sides; re-adding restores both;
+ *  no key:   lookup by no-key name (short and long), unlink and rmdir by
+ *            no-key name; create, link and rename into the dir fail ENOKEY.
+ */
+#include "fscrypt_util.h"
+#include "lab.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/btrfs.h>
+#include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/fsverity.h>
+
+#define BLK 4096u
+#define KEY_SEED 0x0b7f5u
+#define LONG_NAME_LEN 240
+
+static const char *dev, *mnt;
+static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+
+/* sv/enc: the encrypted directory; sv/plain: an unencrypted one. */
+static char sv[PATH_MAX], enc[PATH_MAX], plain[PATH_MAX];
+
+static unsigned char *pattern(size_t len, uint32_t seed)
+{
+	unsigned char *buf = lab_xmalloc(len);
+
+	fill_pattern(buf, len, seed);
+	return buf;
+}
+
+static void drop_caches(void)
+{
+	CHECK_OK(lab_drop_caches("3"), "drop caches");
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+static void long_name(char *out, size_t size, char c)
+{
+	size_t i;
+
+	for (i = 0; i < LONG_NAME_LEN && i + 1 < size; i++)
+		out[i] = c;
+	out[i] = '\0';
+}
+
+/* ---- names, with the key ------------------------------------------------ */
+
+static void test_names(void)
+{
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], d[PATH_MAX], sub[PATH_MAX];
+	char lname[LONG_NAME_LEN + 1], lpath[PATH_MAX], p[PATH_MAX];
+	unsigned char *da = pattern(3 * BLK + 10, 1), *db = pattern(BLK, 2);
+	struct stat st;
+
+	PATHF(a, "%s/file-a", enc);
+	PATHF(b, "%s/file-b", enc);
+	PATHF(c, "%s/file-c", enc);
+	PATHF(d, "%s/file-d", enc);
+	PATHF(sub, "%s/subdir", enc);
+	CHECK_OK(write_file(a, da, 3 * BLK + 10), "create %s", a);
+	CHECK_OK(write_file(b, db, BLK), "create %s", b);
+
+	CHECK_OK(rename(a, c), "rename %s -> %s", a, c);
+	CHECK(!exists(a), "%s still exists after rename", a);
+	CHECK_OK(renameat2(AT_FDCWD, b, AT_FDCWD, c, RENAME_EXCHANGE),
+		 "RENAME_EXCHANGE %s <-> %s", b, c);
+	drop_caches();
+	CHECK_FILE_EQUALS(b, da, 3 * BLK + 10);
+	CHECK_FILE_EQUALS(c, db, BLK);
+
+	CHECK_OK(renameat2(AT_FDCWD, c, AT_FDCWD, d, RENAME_WHITEOUT),
+		 "RENAME_WHITEOUT %s -> %s", c, d);
+	if (CHECK_OK(lstat(c, &st), "whiteout %s", c))
+		CHECK(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0),
+		      "whiteout %s is not a 0:0 character device", c);
+	CHECK_OK(unlink(c), "unlink whiteout %s", c);
+
+	CHECK_OK(link(d, a), "link %s -> %s", d, a);
+	CHECK_OK(unlink(d), "unlink %s", d);
+	drop_caches();
+	CHECK_FILE_EQUALS(a, db, BLK);
+
+	CHECK_OK(mkdir(sub, 0755), "mkdir %s", sub);
+	long_name(lname, sizeof(lname), 'L');
+	PATHF(lpath, "%s/%s", sub, lname);
+	CHECK_OK(write_file(lpath, db, 100), "create long name in %s", sub);
+	drop_caches();
+	CHECK_FILE_EQUALS(lpath, db, 100);
+	CHECK_ERRNO(rmdir(sub), ENOTEMPTY, "rmdir non-empty %s", sub);
+	CHECK_OK(unlink(lpath), "unlink long name");
+	CHECK_OK(rmdir(sub), "rmdir %s", sub);
+
+	/* fscrypt's rules: no plaintext file enters an encrypted dir. */
+	PATHF(p, "%s/plain-file", plain);
+	CHECK_OK(write_file(p, db, 10), "create %s", p);
+	CHECK_ERRNO(link(p, c), EXDEV, "link plain %s into encrypted dir", p);
+	CHECK_ERRNO(rename(p, c), EXDEV, "rename plain %s into encrypted dir",
+		    p);
+	/* ...but an encrypted file may be linked into a plain dir. */
+	PATHF(c, "%s/enc-link", plain);
+	CHECK_OK(link(b, c), "link encrypted %s into plain dir", b);
+	CHECK_FILE_EQUALS(c, da, 3 * BLK + 10);
+	CHECK_OK(unlink(c), "unlink %s", c);
+	free(da);
+	free(db);
+}
+
+/* ---- data ----------------------------------------------------------------- */
+
+static int fiemap_flags_all(const char *path, unsigned int *flags_or)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ext[32];
+	} req = { 0 };
+	unsigned int i;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	req.fm.fm_length = FIEMAP_MAX_OFFSET;
+	req.fm.fm_flags = FIEMAP_FLAG_SYNC;
+	req.fm.fm_extent_count = 32;
+	if (ioctl(fd, FS_IOC_FIEMAP, &req) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	*flags_or = 0;
+	for (i = 0; i < req.fm.fm_mapped_extents; i++)
+		*flags_or |= req.ext[i].fe_flags;
+	return (int)req.fm.fm_mapped_extents;
+}
+
+static void test_data(void)
+{
+	const size_t size = 8 * BLK;
+	unsigned char *model = pattern(size, 10), *part = pattern(BLK, 11);
+	unsigned char *dbuf;
+	char f[PATH_MAX], small[PATH_MAX];
+	unsigned int flags;
+	int fd, n;
+	void *map;
+
+	PATHF(f, "%s/data", enc);
+	CHECK_OK(write_file(f, model, size), "create %s", f);
+	fd = open(f, O_RDWR);
+	if (!CHECK_OK(fd, "open %s", f))
+		goto out;
+
+	/* mmap write of bytes 100..299 of block 1 */
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (CHECK(map != MAP_FAILED, "mmap %s: %s", f, strerror(errno))) {
+		memcpy((char *)map + BLK + 100, part, 200);
+		memcpy(model + BLK + 100, part, 200);
+		CHECK_OK(msync(map, size, MS_SYNC), "msync %s", f);
+		munmap(map, size);
+	}
+	/* partial-block write in the middle of block 3 */
+	CHECK_OK(pwrite_all(fd, part + 300, 77, 3 * BLK + 1000),
+		 "partial pwrite");
+	memcpy(model + 3 * BLK + 1000, part + 300, 77);
+	/* punch block 5 on block boundaries */
+	CHECK_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			   5 * BLK, BLK), "punch hole");
+	memset(model + 5 * BLK, 0, BLK);
+	/* truncate into block 6, then extend back: the tail reads as zeros */
+	CHECK_OK(ftruncate(fd, 6 * BLK + 123), "truncate down");
+	CHECK_OK(ftruncate(fd, size), "truncate up");
+	memset(model + 6 * BLK + 123, 0, size - (6 * BLK + 123));
+	/* preallocate past EOF, then write into the preallocated range */
+	CHECK_OK(fallocate(fd, 0, size, 2 * BLK), "fallocate");
+	CHECK_OK(pwrite_all(fd, part, BLK, size), "write into prealloc");
+	CHECK_OK(fsync(fd), "fsync %s", f);
+	close(fd);
+	drop_caches();
+	{
+		size_t l;
+		unsigned char *all = read_file(f, &l);
+
+		if (CHECK(all && l == size + 2 * BLK, "size after fallocate"))
+			CHECK(lab_first_diff(all, model, size) == size,
+			      "%s differs from the model at byte %zu", f,
+			      lab_first_diff(all, model, size));
+		if (all && l == size + 2 * BLK)
+			CHECK(!memcmp(all + size, part, BLK) &&
+			      lab_first_diff(all + size + BLK,
+					     (unsigned char[BLK]){ 0 },
+					     BLK) == BLK,
+			      "preallocated range reads back wrong");
+		free(all);
+	}
+
+	/* O_DIRECT: accepted, falls back to buffered I/O, data correct */
+	if (!posix_memalign((void **)&dbuf, BLK, BLK)) {
+		memcpy(dbuf, part, BLK);
+		fd = open(f, O_RDWR | O_DIRECT);
+		if (CHECK_OK(fd, "open O_DIRECT %s", f)) {
+			CHECK(pwrite(fd, dbuf, BLK, 0) == BLK,
+			      "O_DIRECT write: %s", strerror(errno));
+			memset(dbuf, 0, BLK);
+			CHECK(pread(fd, dbuf, BLK, 0) == BLK &&
+			      !memcmp(dbuf, part, BLK),
+			      "O_DIRECT read back differs");
+			close(fd);
+		}
+		free(dbuf);
+	}
+
+	/* a small file gets a regular (encrypted) extent, not inline data */
+	PATHF(small, "%s/small", enc);
+	CHECK_OK(write_file(small, part, 100), "create %s", small);
+	n = fiemap_flags_all(small, &flags);
+	if (CHECK(n >= 1, "FIEMAP %s: %d extents", small, n))
+		CHECK(!(flags & FIEMAP_EXTENT_DATA_INLINE),
+		      "%s has an inline extent (flags 0x%x)", small, flags);
+out:
+	free(model);
+	free(part);
+}
+
+/* compress-force must not compress encrypted data */
+static void test_no_compression(void)
+{
+	unsigned char *buf = lab_xmalloc(64 * BLK);
+	char f[PATH_MAX];
+	unsigned int flags;
+	int n;
+
+	memset(buf, 'z', 64 * BLK);
+	if (!CHECK(run("mount -o remount,compress-force=zlib %s", mnt) == 0,
+		   "remount %s with compress-force=zlib", mnt))
+		goto out;
+	PATHF(f, "%s/compressible", enc);
+	CHECK_OK(write_file(f, buf, 64 * BLK), "create %s", f);
+	n = fiemap_flags_all(f, &flags);
+	if (CHECK(n >= 1, "FIEMAP %s: %d extents", f, n))
+		CHECK(!(flags & FIEMAP_EXTENT_ENCODED),
+		      "%s was compressed (flags 0x%x)", f, flags);
+	drop_caches();
+	CHECK_FILE_EQUALS(f, buf, 64 * BLK);
+	CHECK(run("mount -o remount,compress=no %s", mnt) == 0,
+	      "remount %s with compress=no", mnt);
+out:
+	free(buf);
+}
+
+/* ---- refusals --------------------------------------------------------------- */
+
+static int open_rw(const char *path)
+{
+	int fd = open(path, O_RDWR);
+
+	CHECK_OK(fd, "open %s", path);
+	return fd;
+}
+
+static void test_refusals(void)
+{
+	char e1[PATH_MAX], e2[PATH_MAX], p1[PATH_MAX], stream[PATH_MAX];
+	unsigned char *buf = pattern(4 * BLK, 20);
+	struct fsverity_enable_arg va = {
+		.version = 1,
+		.hash_algorithm = FS_VERITY_HASH_ALG_SHA256,
+		.block_size = BLK,
+	};
+	struct btrfs_ioctl_vol_args_v2 vol = { 0 };
+	struct btrfs_ioctl_encoded_io_args enc_args = { 0 };
+	struct iovec iov = { .iov_base = buf, .iov_len = 4 * BLK };
+	struct {
+		struct file_dedupe_range r;
+		struct file_dedupe_range_info info;
+	} dd = { 0 };
+	struct file_clone_range fcr = { 0 };
+	int fe1, fe2, fp1, fd;
+	unsigned int fl;
+
+	PATHF(e1, "%s/refuse-1", enc);
+	PATHF(e2, "%s/refuse-2", enc);
+	PATHF(p1, "%s/refuse-plain", plain);
+	CHECK_OK(write_file(e1, buf, 4 * BLK), "create %s", e1);
+	CHECK_OK(write_file(e2, buf, 4 * BLK), "create %s", e2);
+	CHECK_OK(write_file(p1, buf, 4 * BLK), "create %s", p1);
+	sync();
+	fe1 = open_rw(e1);
+	fe2 = open_rw(e2);
+	fp1 = open_rw(p1);
+	if (fe1 < 0 || fe2 < 0 || fp1 < 0)
+		goto out;
+
+	CHECK_ERRNO(ioctl(fp1, FICLONE, fe1), EINVAL,
+		    "reflink encrypted -> plain");
+	CHECK_ERRNO(ioctl(fe1, FICLONE, fp1), EINVAL,
+		    "reflink plain -> encrypted");
+	CHECK_ERRNO(ioctl(fe2, FICLONE, fe1), EOPNOTSUPP,
+		    "reflink between encrypted files (per-inode keys)");
+	fcr.src_fd = fe1;
+	fcr.src_offset = 0;
+	fcr.src_length = BLK;
+	fcr.dest_offset = 2 * BLK;
+	CHECK_ERRNO(ioctl(fe1, FICLONERANGE, &fcr), EOPNOTSUPP,
+		    "reflink within one encrypted file");
+	dd.r.src_offset = 0;
+	dd.r.src_length = BLK;
+	dd.r.dest_count = 1;
+	dd.info.dest_fd = fp1;
+	dd.info.dest_offset = 0;
+	/* FIDEDUPERANGE reports per destination, in info.status */
+	if (CHECK_OK(ioctl(fe1, FIDEDUPERANGE, &dd), "FIDEDUPERANGE"))
+		CHECK(dd.info.status == -EINVAL,
+		      "dedupe encrypted -> plain: status %d, expected %d",
+		      dd.info.status, -EINVAL);
+
+	CHECK_OK(ioctl(fe1, FS_IOC_GETFLAGS, &fl), "FS_IOC_GETFLAGS");
+	fl |= FS_COMPR_FL;
+	CHECK_ERRNO(ioctl(fe1, FS_IOC_SETFLAGS, &fl), EOPNOTSUPP,
+		    "chattr +c on an encrypted file");
+
+	close(fe1);
+	fd = open(e1, O_RDONLY);
+	if (CHECK_OK(fd, "open %s read-only", e1)) {
+		CHECK_ERRNO(ioctl(fd, FS_IOC_ENABLE_VERITY, &va), EOPNOTSUPP,
+			    "fs-verity on an encrypted file");
+		enc_args.iov = &iov;
+		enc_args.iovcnt = 1;
+		CHECK_ERRNO(ioctl(fd, BTRFS_IOC_ENCODED_READ, &enc_args),
+			    EOPNOTSUPP, "BTRFS_IOC_ENCODED_READ of an encrypted file");
+		close(fd);
+	}
+	fe1 = -1;
+
+	/* subvolumes and snapshots cannot be created in an encrypted dir */
+	fd = open(enc, O_RDONLY | O_DIRECTORY);
+	if (CHECK_OK(fd, "open %s", enc)) {
+		strcpy(vol.name, "subvol-in-enc");
+		CHECK_ERRNO(ioctl(fd, BTRFS_IOC_SUBVOL_CREATE_V2, &vol),
+			    EOPNOTSUPP, "subvolume inside an encrypted dir");
+		vol.fd = open(sv, O_RDONLY | O_DIRECTORY);
+		strcpy(vol.name, "snap-in-enc");
+		CHECK_ERRNO(ioctl(fd, BTRFS_IOC_SNAP_CREATE_V2, &vol),
+			    EOPNOTSUPP, "snapshot inside an encrypted dir");
+		close(vol.fd);
+		close(fd);
+	}
+
+	/* send: refused for a subvolume with encrypted inodes... */
+	PATHF(stream, "/tmp/btrfs-fscrypt-send-%d", getpid());
+	CHECK(run("btrfs subvolume snapshot -r %s %s/ro-enc >/dev/null", sv,
+		  mnt) == 0, "read-only snapshot of %s", sv);
+	CHECK(run("btrfs send -q -f %s %s/ro-enc 2>/dev/null", stream, mnt) != 0,
+	      "btrfs send of a subvolume with encrypted files succeeded");
+	/* ...while it works for one without: the refusal is not a fluke */
+	CHECK(run("btrfs subvolume create %s/sv-plain >/dev/null && "
+		  "echo hello > %s/sv-plain/f && "
+		  "btrfs subvolume snapshot -r %s/sv-plain %s/ro-plain >/dev/null",
+		  mnt, mnt, mnt, mnt) == 0, "plain subvolume and snapshot");
+	CHECK(run("btrfs send -q -f %s %s/ro-plain", stream, mnt) == 0,
+	      "btrfs send of a plain subvolume failed");
+	unlink(stream);
+out:
+	if (fe1 >= 0)
+		close(fe1);
+	if (fe2 >= 0)
+		close(fe2);
+	if (fp1 >= 0)
+		close(fp1);
+	free(buf);
+}
+
+/* ---- snapshot, key removal, no-key operations ------------------------------ */
+
+/* Name of the first entry of @dir other than . and .., or "" */
+static void first_entry(const char *dir, const char *prefix_not,
+			char *out, size_t size, int want_long)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	out[0] = '\0';
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (prefix_not && !strncmp(de->d_name, prefix_not,
+					    strlen(prefix_not)))
+			continue;
+		if (want_long != (l > 100))
+			continue;
+		snprintf(out, size, "%s", de->d_name);
+		break;
+	}
+	closedir(d);
+}
+
+static void test_snapshot_and_nokey(void)
+{
+	char snap[PATH_MAX], f[PATH_MAX], sf[PATH_MAX], name[NAME_MAX + 1];
+	char lname[LONG_NAME_LEN + 1], p[PATH_MAX], x[PATH_MAX];
+	unsigned char *data = pattern(5 * BLK + 7, 30);
+	uint32_t flags = 0;
+	int fd;
+
+	PATHF(f, "%s/snapfile", enc);
+	CHECK_OK(write_file(f, data, 5 * BLK + 7), "create %s", f);
+	long_name(lname, sizeof(lname), 'N');
+	PATHF(p, "%s/%s", enc, lname);
+	CHECK_OK(write_file(p, data, 10), "create long-named file");
+	PATHF(p, "%s/nokey-dir", enc);
+	CHECK_OK(mkdir(p, 0755), "mkdir %s", p);
+	sync();
+
+	PATHF(snap, "%s/snap", mnt);
+	CHECK(run("btrfs subvolume snapshot %s %s >/dev/null", sv, snap) == 0,
+	      "snapshot %s", sv);
+	PATHF(sf, "%s/enc/snapfile", snap);
+	drop_caches();
+	CHECK_FILE_EQUALS(sf, data, 5 * BLK + 7);
+
+	if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags), "remove key"))
+		goto out;
+	CHECK(flags == 0, "key removal flags 0x%x (files busy?)", flags);
+	drop_caches();
+	CHECK(!exists(f) && !exists(sf),
+	      "plaintext names still visible after key removal");
+	CHECK_ERRNO(open(f, O_RDONLY), ENOENT, "lookup of plaintext name");
+
+	/* no-key names: readable listing; open fails ENOKEY; both sides */
+	first_entry(enc, NULL, name, sizeof(name), 0);
+	PATHF(x, "%s/enc", snap);
+	if (CHECK(name[0], "no short no-key name listed in %s", enc)) {
+		PATHF(p, "%s/%s", x, name);
+		CHECK(exists(p), "no-key name %s not found in the snapshot",
+		      name);
+	}
+	first_entry(enc, NULL, name, sizeof(name), 1);
+	if (CHECK(name[0], "no long no-key name listed in %s", enc)) {
+		PATHF(p, "%s/%s", enc, name);
+		/* lookup of a long (hashed) no-key name, then unlink by it */
+		CHECK_ERRNO(fd = open(p, O_RDONLY), ENOKEY,
+			    "open long no-key name %s", name);
+		if (fd >= 0)
+			close(fd);
+		CHECK_OK(unlink(p), "unlink by long no-key name %s", name);
+		CHECK(!exists(p), "%s exists after unlink", p);
+	}
+
+	/* rmdir of the empty subdirectory by its no-key name */
+	{
+		DIR *d = opendir(enc);
+		struct dirent *de;
+		int done = 0;
+
+		while (d && (de = readdir(d))) {
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			PATHF(p, "%s/%s", enc, de->d_name);
+			CHECK_OK(rmdir(p), "rmdir by no-key name %s", p);
+			done = 1;
+			break;
+		}
+		if (d)
+			closedir(d);
+		CHECK(done, "no no-key directory found in %s", enc);
+	}
+
+	/* nothing new enters the directory without the key */
+	PATHF(p, "%s/new", enc);
+	CHECK_ERRNO(open(p, O_CREAT | O_WRONLY, 0644), ENOKEY, "create");
+	CHECK_ERRNO(mkdir(p, 0755), ENOKEY, "mkdir");
+	PATHF(x, "%s/plain-for-link", plain);
+	CHECK_OK(write_file(x, data, 10), "create %s", x);
+	CHECK_ERRNO(link(x, p), ENOKEY, "link into no-key dir");
+	CHECK_ERRNO(rename(x, p), ENOKEY, "rename into no-key dir");
+
+	/* re-add: both sides are back, byte-exact */
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, key_id), "re-add key");
+	drop_caches();
+	CHECK_FILE_EQUALS(f, data, 5 * BLK + 7);
+	CHECK_FILE_EQUALS(sf, data, 5 * BLK + 7);
+	PATHF(p, "%s/%s", enc, lname);
+	CHECK(!exists(p), "the long name unlinked without the key came back");
+	PATHF(p, "%s/enc/%s", snap, lname);
+	CHECK_FILE_EQUALS(p, data, 10);
+out:
+	free(data);
+}
+
+int main(void)
+{
+	dev = lab_env("SCRATCH_DEV");
+	mnt = lab_env("SCRATCH_MNT");
+
+	if (lab_mkfs("mkfs.btrfs -q -f", dev))
+		lab_die("mkfs.btrfs %s failed", dev);
+	if (lab_mount(dev, mnt, "btrfs", NULL))
+		lab_die("mount %s: %s", dev, strerror(errno));
+	if (lab_add_key(mnt, KEY_SEED, key_id)) {
+		if (errno == ENOTTY || errno == EOPNOTSUPP)
+			lab_die("btrfs has no fscrypt ioctls: %s",
+				strerror(errno));
+		lab_die("FS_IOC_ADD_ENCRYPTION_KEY: %s", strerror(errno));
+	}
+	PATHF(sv, "%s/sv", mnt);
+	PATHF(enc, "%s/enc", sv);
+	PATHF(plain, "%s/plain", sv);
+	if (run("btrfs subvolume create %s >/dev/null", sv))
+		lab_die("btrfs subvolume create %s failed", sv);
+	if (mkdir(enc, 0755) || mkdir(plain, 0755))
+		lab_die("mkdir: %s", strerror(errno));
+	if (lab_set_policy(enc, key_id))
+		lab_die("FS_IOC_SET_ENCRYPTION_POLICY %s: %s", enc,
+			strerror(errno));
+
+	test_names();
+	test_data();
+	test_no_compression();
+	test_refusals();
+	test_snapshot_and_nokey();
+
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	return lab_result("btrfs_fscrypt_ops");
+}
