@@ -356,8 +356,12 @@ static int cr_phase2(struct cr_ctx *c, const char *fsck_cmd,
 	       (unsigned long long)rec.size, rec.seed);
 	PATHF(c->file, "%s/%s", c->dir, rec.name);
 	cr_check_unclean(c);
-	if (lab_fscrypt_fs_mount(c->fs, c->dev, c->mnt, CR_MOUNT_OPTS) != 0)
-		lab_die("cannot mount %s after the crash", c->dev);
+	if (lab_fscrypt_fs_mount(c->fs, c->dev, c->mnt, CR_MOUNT_OPTS) != 0) {
+		/* What the checker makes of it helps whoever debugs this. */
+		cr_fsck(fsck_cmd, c->dev, fsck_refusal);
+		lab_die("cannot mount %s after the crash (the checker's view is above)",
+			c->dev);
+	}
 	cr_check_nokey(c, &rec);
 	if (!CHECK_OK(lab_add_raw_key(c->mnt, rec.key, sizeof(rec.key), id),
 		      "FS_IOC_ADD_ENCRYPTION_KEY after the crash"))
