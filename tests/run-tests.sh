@@ -1,10 +1,14 @@
 #!/bin/bash
 # Host side of `make test`: run the guest tests in one boot of the debug
-# kernel, then the host-side tests (tests/host/*.sh), and print one line per
-# test followed by "N passed, N failed, N skipped".
+# kernel, then the phased guest tests (two boots each, tests/run-phased.sh),
+# then the host-side tests (tests/host/*.sh), and print one line per test
+# followed by "N passed, N failed, N skipped".
 #
 #   tests/run-tests.sh              everything
-#   ONLY=a,b tests/run-tests.sh     only these guest tests (host tests too)
+#   ONLY=a,b tests/run-tests.sh     only these guest tests, phased ones
+#                                   included (host tests too); the shared
+#                                   boot is left out if ONLY names only
+#                                   phased tests
 #   HOST_TESTS=0                    skip the host-side tests
 #
 # Expects `make kernel FLAVOR=debug`, `make image` and the test binaries
@@ -19,6 +23,21 @@ job=$build/jobs/test
 TIMEOUT=${TIMEOUT:-2400}
 
 passed=0 failed=0 skipped=0
+selected() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+
+# Phased tests (build/tests/phased) to run, and whether the shared boot is
+# needed at all.
+phased=()
+for t in "$build"/tests/phased/*; do
+	[ -x "$t" ] && selected "$(basename "$t")" && phased+=("$(basename "$t")")
+done
+main_boot=1
+if [ -n "${ONLY:-}" ]; then
+	main_boot=0
+	for n in ${ONLY//,/ }; do
+		[ -x "$build/tests/phased/$n" ] || main_boot=1
+	done
+fi
 report() { # status name detail
 	printf '%-4s %s%s\n' "$1" "$2" "${3:+ ($3)}"
 	case $1 in PASS) passed=$((passed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;; *) failed=$((failed + 1)) ;; esac
@@ -32,14 +51,17 @@ install -m 0755 "$top/tests/guest-run.sh" "$job/run"
 cp -r "$top/profiles" "$job/profiles"
 ln -sfn "test-$stamp" "$build/runs/test-latest"
 
-echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
-start=$(date +%s)
-"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$job" --out "$run" \
-	--scratch 1G --scratch 1G --timeout "$TIMEOUT" ${ONLY:+--lab-args "$ONLY"}
-vm_rc=$?
-echo "== guest run took $(( $(date +%s) - start ))s"
+mkdir -p "$run"
+if [ "$main_boot" = 1 ]; then
+	echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
+	start=$(date +%s)
+	"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$job" --out "$run" \
+		--scratch 1G --scratch 1G --timeout "$TIMEOUT" ${ONLY:+--lab-args "$ONLY"}
+	vm_rc=$?
+	echo "== guest run took $(( $(date +%s) - start ))s"
+fi
 
-if [ -f "$run/results/tests.tsv" ]; then
+if [ "$main_boot" = 1 ] && [ -f "$run/results/tests.tsv" ]; then
 	# Every KUnit suite the series adds must have reported.
 	for suite in $(grep -h -A4 '^+static struct kunit_suite' "$top"/patches/*.patch |
 		       sed -n 's/^+[[:space:]]*\.name = "\(.*\)",/\1/p'); do
@@ -63,10 +85,29 @@ if [ -f "$run/results/tests.tsv" ]; then
 fi
 # The boot itself is a test: a splat, a timeout or a missing result fails it,
 # whatever the tests said.
-case $vm_rc in
-0|1) report PASS "guest/kernel-console-clean" ;;
-*) report FAIL "guest/kernel-console-clean" "$(cat "$run/verdict" 2>/dev/null)" ;;
-esac
+if [ "$main_boot" = 1 ]; then
+	case $vm_rc in
+	0|1) report PASS "guest/kernel-console-clean" ;;
+	*) report FAIL "guest/kernel-console-clean" "$(cat "$run/verdict" 2>/dev/null)" ;;
+	esac
+fi
+
+# Phased tests: their own boots; a splat in them fails that test.
+for name in "${phased[@]}"; do
+	pout=$run/phased/$name
+	echo "== phased guest test $name: two boots (log: $pout/test.log)"
+	tstart=$(date +%s)
+	"$top/tests/run-phased.sh" "$name" "$pout"
+	rc=$?
+	secs=$(( $(date +%s) - tstart ))
+	reason=$(cut -s -f2- "$pout/result" 2>/dev/null)
+	case $rc in
+	0) report PASS "guest/$name" "${secs}s" ;;
+	77) report SKIP "guest/$name" "$reason" ;;
+	*) report FAIL "guest/$name" "${secs}s; ${reason:-no result}"
+	   tail -n 15 "$pout/test.log" 2>/dev/null | sed 's/^/       | /' ;;
+	esac
+done
 
 if [ "${HOST_TESTS:-1}" = 1 ]; then
 	echo "== host tests"

@@ -10,6 +10,14 @@
 #   --root FILE      root image (default build/root.img), attached snapshot=on
 #   --scratch SIZE   add a scratch virtio-blk disk (cache=none); repeatable.
 #                    The guest sees them as /dev/vdd, /dev/vde, ...
+#   --scratch-file F attach the existing image file F as the next scratch
+#                    disk instead (kept, not truncated): a later boot can
+#                    look at what this one left on it. Mixes with --scratch;
+#                    the order on the command line is the order of the disks
+#   --expect-crash   the job ends the boot itself by crashing the guest
+#                    (echo b > /proc/sysrq-trigger) right after printing a
+#                    line LAB-CRASH-NOW on the console; no results come back.
+#                    That is then the success case (see exit status)
 #   --timeout SEC    hard limit for the whole run (default 1800)
 #   --accel MODE     auto|kvm|tcg|icount (default: $ACCEL or auto)
 #   --cpus N --mem MB
@@ -24,12 +32,16 @@
 # Exit status: 0 when the job exited 0 and the console is clean;
 # 1 job failed, 2 kernel splat on the console, 3 timeout, 4 no results,
 # 5 usage or setup error. The reason is printed, and saved in $out/verdict.
+# With --expect-crash: 0 when the console is clean, shows LAB-CRASH-NOW and
+# no results came back; 1 if the job finished instead (its exit code is in
+# $out/results/exit-code), 4 if the guest died without the marker; 2 and 3
+# as always (a splat before or during the crash still fails the run).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
 kernel= job= out= root=$top/build/root.img timeout=1800 accel=${ACCEL:-auto}
-cpus=2 mem=3072 append= lab_args= shell=0 scratch=()
+cpus=2 mem=3072 append= lab_args= shell=0 scratch=() expect_crash=0
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 5; }
 die() { echo "run-vm.sh: error: $*" >&2; [ -n "$out" ] && [ -d "$out" ] && echo "setup error: $*" >"$out/verdict"; exit 5; }
 while [ $# -gt 0 ]; do
@@ -38,7 +50,9 @@ while [ $# -gt 0 ]; do
 	--job) job=$2; shift ;;
 	--out) out=$2; shift ;;
 	--root) root=$2; shift ;;
-	--scratch) scratch+=("$2"); shift ;;
+	--scratch) scratch+=("size:$2"); shift ;;
+	--scratch-file) scratch+=("file:$2"); shift ;;
+	--expect-crash) expect_crash=1 ;;
 	--timeout) timeout=$2; shift ;;
 	--accel) accel=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
@@ -114,9 +128,20 @@ drives=(
 	-drive "file=$results,format=raw,if=virtio,cache=unsafe"
 )
 i=0
-for size in "${scratch[@]}"; do
-	img=$out/disks/scratch$i.img
-	truncate -s "$size" "$img" || die "cannot create scratch disk of size $size"
+for spec in "${scratch[@]}"; do
+	case $spec in
+	size:*)
+		img=$out/disks/scratch$i.img
+		truncate -s "${spec#size:}" "$img" || die "cannot create scratch disk of size ${spec#size:}"
+		;;
+	file:*)
+		img=${spec#file:}
+		[ -f "$img" ] || die "scratch image file $img not found"
+		img=$(cd "$(dirname "$img")" && pwd)/$(basename "$img")
+		;;
+	esac
+	# QEMU's -drive splits on commas
+	[[ $img != *,* ]] || die "scratch image path $img contains a comma"
 	drives+=(-drive "file=$img,format=raw,if=virtio,cache=none,aio=threads")
 	i=$((i + 1))
 done
@@ -192,6 +217,14 @@ if [ -n "$splats" ]; then
 	verdict 2 "FAIL: kernel splat on the console ($kinds); see $console"
 fi
 [ "$shell" = 1 ] && verdict 0 "shell session ended after ${elapsed}s"
+if [ "$expect_crash" = 1 ]; then
+	if [ -f "$out/results/exit-code" ]; then
+		verdict 1 "FAIL: the guest was to crash itself (--expect-crash), but the job finished with exit code $(cat "$out/results/exit-code") after ${elapsed}s; output in $out/results/job.log and $console"
+	fi
+	grep -q '^LAB-CRASH-NOW' "$console" ||
+		verdict 4 "FAIL: no results and no LAB-CRASH-NOW line: the guest died, but not by the job's deliberate crash (qemu exit $rc); see $console"
+	verdict 0 "ok: the guest crashed itself as expected (--expect-crash) after ${elapsed}s (accel=$accel)"
+fi
 if [ ! -f "$out/results/exit-code" ]; then
 	verdict 4 "FAIL: no results came back from the guest (qemu exit $rc); see $console"
 fi

@@ -6,6 +6,10 @@
 #     (echo c > /proc/sysrq-trigger)
 #   - a job that hangs              -> status 3, "timeout"
 # and a good job passes (status 0), so the checks are not vacuous.
+# --expect-crash (phase 1 of a phased test, tests/run-phased.sh):
+#   - a job that prints LAB-CRASH-NOW and reboots with sysrq-b -> status 0
+#   - a job that exits 0 instead of crashing  -> status 1, "job finished"
+#   - a job that reboots without the marker   -> status 4, "no LAB-CRASH-NOW"
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${KERNEL:-$top/build/bzImage-debug}
@@ -39,9 +43,15 @@ job good 'echo fine; exit 0'
 job exit3 'echo failing on purpose; exit 3'
 job crash 'echo c > /proc/sysrq-trigger; sleep 60'
 job hang 'sleep 3600'
+job crash-expected 'echo LAB-CRASH-NOW >/dev/console; echo b > /proc/sysrq-trigger; sleep 60'
+job crash-missing 'exit 0'
+job crash-unmarked 'echo b > /proc/sysrq-trigger; sleep 60'
 
 expect good 0 '^ok: job passed'
 expect exit3 1 'job exited with code 3'
 expect crash 2 'kernel splat on the console \(.*(oops|kernel panic)'
 expect hang 3 'timeout' --timeout 100
+expect crash-expected 0 '^ok: the guest crashed itself as expected' --expect-crash
+expect crash-missing 1 'was to crash itself .* but the job finished with exit code 0' --expect-crash
+expect crash-unmarked 4 'no LAB-CRASH-NOW line' --expect-crash
 [ "$fails" = 0 ]

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rawdev.h - looking at what a filesystem put on its block device: O_DIRECT
+ * reads, a one-pass scan for several byte strings (with their offsets),
+ * FIEMAP, and btrfs logical-to-device address mapping.
+ *
+ * Return convention as in lab.h: 0 on success, -1 with errno set.
+ */
+#ifndef RAWDEV_H
+#define RAWDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- reading --------------------------------------------------------------- */
+
+/*
+ * Read @len bytes at byte offset @off of @dev with O_DIRECT (any offset and
+ * length: the aligned span around them is read), so that the page cache
+ * cannot show anything that is not on the medium.
+ */
+int raw_read(const char *dev, uint64_t off, void *buf, size_t len);
+
+/* Write @len bytes at @off (both multiples of 4096) with O_DIRECT|O_DSYNC. */
+int raw_write_sync(const char *dev, uint64_t off, const void *buf, size_t len);
+
+/* ---- scanning ---------------------------------------------------------------- */
+
+#define RAW_NEEDLE_MAX_OFFS 16
+
+struct raw_needle {
+	const char *label;		/* for messages */
+	const void *data;
+	size_t len;
+	/* results */
+	long long count;		/* all occurrences */
+	size_t noffs;			/* offsets kept: min(count, MAX_OFFS) */
+	uint64_t offs[RAW_NEEDLE_MAX_OFFS];
+};
+
+/*
+ * One pass over the whole of @dev (O_DIRECT, big reads): count every
+ * (possibly overlapping) occurrence of each needle, including ones straddling
+ * read boundaries, and keep the device offsets of the first few.
+ */
+int raw_scan(const char *dev, struct raw_needle *needles, size_t n);
+
+/*
+ * The same results, faster when the needles share a distinctive string:
+ * needles[0] is that string and every other needle contains it; only it is
+ * searched for, and the others are compared where it occurs.  Dies if a
+ * needle does not contain needles[0].
+ */
+int raw_scan_anchored(const char *dev, struct raw_needle *needles, size_t n);
+
+/* ---- FIEMAP ------------------------------------------------------------------ */
+
+struct raw_extent {
+	uint64_t logical;	/* byte offset in the file */
+	uint64_t physical;	/* as FIEMAP reports it (btrfs: logical address) */
+	uint64_t length;
+	uint32_t flags;		/* FIEMAP_EXTENT_* */
+};
+
+/*
+ * All extents of @path (FIEMAP_FLAG_SYNC: delayed allocation is done
+ * first).  *@ext is malloc()ed; *@n may be 0.
+ */
+int raw_fiemap(const char *path, struct raw_extent **ext, size_t *n);
+
+/* ---- btrfs address mapping ------------------------------------------------------ */
+
+#define RAW_BTRFS_MAX_STRIPES 4
+
+struct raw_btrfs_chunk {
+	uint64_t logical, length, type;		/* type: BTRFS_BLOCK_GROUP_* */
+	unsigned nstripes;
+	uint64_t devid[RAW_BTRFS_MAX_STRIPES];
+	uint64_t physical[RAW_BTRFS_MAX_STRIPES];
+};
+
+/*
+ * The chunk tree of the btrfs mounted on @mnt (BTRFS_IOC_TREE_SEARCH of tree
+ * 3): every chunk with its stripes.  *@chunks is malloc()ed.
+ */
+int raw_btrfs_chunks(const char *mnt, struct raw_btrfs_chunk **chunks,
+		     size_t *n);
+
+/*
+ * Device offsets of btrfs logical address @logical (@len bytes, which must
+ * not cross a chunk): one per copy (SINGLE: 1, DUP: 2), all on devid 1.
+ * Returns the number of copies, or -1 (message printed) if the address is
+ * in no chunk, crosses one, or its profile is striped (RAID*), which this
+ * single-device lab does not map.
+ */
+int raw_btrfs_map(const struct raw_btrfs_chunk *chunks, size_t n,
+		  uint64_t logical, uint64_t len,
+		  uint64_t phys[RAW_BTRFS_MAX_STRIPES]);
+
+#endif /* RAWDEV_H */
