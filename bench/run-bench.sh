@@ -54,7 +54,9 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "REPS=$REPS"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
-	[ -n "${MIN_EXTENTS:-}" ] && echo "MIN_EXTENTS=$MIN_EXTENTS"
+	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET; do
+		[ -n "${!v:-}" ] && echo "$v=${!v}"
+	done
 } >"$job/bench.env"
 
 nr_arms=$(echo $ARMS | wc -w)
@@ -62,8 +64,11 @@ scratch=()
 for _ in $ARMS; do scratch+=(--scratch 2G); done
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
+est=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null; echo "${EST_ARM_RUN_S:-120}")
+runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"
-echo "bench: progress lines below: [elapsed, run i/n, time left estimated from the runs so far]"
+echo "bench: $runs arm runs, expected about $(( (runs * est + 30) / 60 )) min under TCG ($est s per arm run, less for arms found unsupported)"
+echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 "$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
 	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "slab_nomerge"
 rc=$?
