@@ -74,20 +74,23 @@ def main():
             entry.update(arm_config(os.path.join(job, "bench", "arms.sh"), arm))
         arms[arm] = entry
 
-    # extents.tsv: arm, rep, label, extents, shared, min, max, path (one
-    # line per file the workload promised something about; older runs had
-    # only arm, rep, extents). extent_counts keeps, per arm, the first
-    # file's count of each timed rep; extent_checks has every line.
+    # extents.tsv: arm, rep, label, extents, shared, min, max, min_shared,
+    # path (one line per file the workload promised something about; older
+    # runs had only arm, rep, extents). extent_counts keeps, per arm, the
+    # first file's count of each timed rep; extent_checks has every line.
     extents, checks, profiled = {}, [], {}
     for row in read_tsv(os.path.join(bench, "extents.tsv")):
         if len(row) == 3:
-            row = [row[0], row[1], "file", row[2], "0", "", "-", ""]
-        arm, rep, label, count, shared, lo, hi, path = (row + [""] * 8)[:8]
+            row = [row[0], row[1], "file", row[2], "0", "", "-", "0", ""]
+        arm, rep, label, count, shared, lo, hi, slo, path = \
+            (row + [""] * 9)[:9]
         check = {"arm": arm, "rep": rep if rep == "profiled" else int(rep),
                  "label": label, "extents": int(count),
                  "shared": int(shared or 0),
                  "min": int(lo) if lo.isdigit() else None,
-                 "max": int(hi) if hi.isdigit() else None, "path": path}
+                 "max": int(hi) if hi.isdigit() else None,
+                 "min_shared": int(slo) if slo.isdigit() else 0,
+                 "path": path}
         checks.append(check)
         if rep == "profiled":
             profiled.setdefault(arm, {})[label] = int(count)

@@ -104,7 +104,7 @@ progress() { # phase text
 	expect=$(( done_at + (total - done_runs) * avg ))
 	[ "$expect" -lt "$el" ] && expect=$el
 	echo "LAB-PROGRESS [${el}s of ~${expect}s expected] arm $cur_arm, rep $cur_rep," \
-		"phase $1 (arm run $((done_runs + 1))/$total)" >/dev/console
+		"phase $1 (arm run $(( done_runs < total ? done_runs + 1 : total ))/$total)" >/dev/console
 }
 
 run_done() {
@@ -169,8 +169,8 @@ prep() { # arm rep mnt phases...
 	while read -r label path min max smin; do
 		line=$(extent_count -s "$path") || { echo "bench: FAIL: $arm rep $rep: FIEMAP of $path failed"; exit 1; }
 		n=${line%% *}; shared=${line#* }; shared=${shared%% *}
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$label" "$n" "$shared" \
-			"$min" "$max" "$path" >>"$out/extents.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$label" "$n" "$shared" \
+			"$min" "$max" "$smin" "$path" >>"$out/extents.tsv"
 		bad=""
 		[ "$n" -lt "$min" ] && bad="$n extents, but workload '$WORKLOAD' promises at least $min"
 		[ "$max" != - ] && [ "$n" -gt "$max" ] && bad="$n extents, but workload '$WORKLOAD' promises at most $max"

@@ -944,9 +944,15 @@ def plot_scaling(run, scaling, out_dir, colors):
         row[0].set_ylabel("µs per 4 KiB block read\n(median, min-max)")
         row[1].set_ylabel("relative to the arm's\nfewest-extents point")
         row[1].axhline(1.0, color="gray", lw=1)
+        ticks = sorted({p.get("nominal", p["extents"]) for pts in
+                        arms.values() for p in pts})
         for ax in row:
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("extents in the file (FIEMAP, log)")
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+            ax.minorticks_off()
+            ax.set_xlabel("extents in the file (FIEMAP; ticks: promised "
+                          "counts; log)")
             ax.set_title(kind, fontsize=10)
             ax.grid(alpha=0.3, which="both")
         add_skipped_legend(row[0], run)

@@ -10,12 +10,12 @@ wl_probe() { # mnt
 	echo probe >"$1/bench/.probe" || return 1
 	if ! err=$(cp --reflink=always "$1/bench/.probe" "$1/bench/.probe-clone" 2>&1); then
 		rm -f "$1/bench/.probe" "$1/bench/.probe-clone"
-		echo "$(arm_fs "$ARM") cannot share extents: ${err#cp: } (no FICLONE/reflink; snapshots are btrfs-only too)"
+		echo "$(arm_fs "$ARM") cannot share extents: cp --reflink=always: ${err##*: } (no FICLONE/reflink; snapshots are btrfs-only too)"
 		return 3
 	fi
 	rm -f "$1/bench/.probe" "$1/bench/.probe-clone"
 	if [ "$(arm_fs "$ARM")" != btrfs ]; then
-		echo "$(arm_fs "$ARM") has reflinks but no snapshots; this workload reads a snapshot"
+		echo "$(arm_fs "$ARM") has reflinks but no snapshots (this workload reads a snapshot)"
 		return 3
 	fi
 }
