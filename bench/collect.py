@@ -64,8 +64,15 @@ def main():
     conf = read_env(os.path.join(wl_dir, "workload.conf"))
 
     arms = {}
+    last = None
     for row in read_tsv(os.path.join(bench, "arms.tsv")):
+        if len(row) < 2 or row[1] not in ("measured", "skipped"):
+            # a reason that spanned lines (older guests did not join them)
+            if last is not None and arms[last].get("status") == "skipped":
+                arms[last]["reason"] += " " + " ".join(row).strip()
+            continue
         arm, status = row[0], row[1]
+        last = arm
         reason = row[2] if len(row) > 2 else ""
         entry = {"status": status}
         if status == "skipped":

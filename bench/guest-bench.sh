@@ -195,9 +195,11 @@ run_phases() { # arm rep mnt dir
 
 # Try the arm; on "cannot run" mark it skipped for the rest of the run.
 try_setup() { # arm rep dev mnt
-	local arm=$1 rep=$2 why
+	local arm=$1 rep=$2 why rc
 	why=$(setup_fs "$arm" "$3" "$4")
-	case $? in
+	rc=$?
+	why=${why//$'\n'/ }    # one line: it goes into arms.tsv and the report
+	case $rc in
 	0) return 0 ;;
 	3) skipped[$arm]=$why
 	   printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$out/arms.tsv"
