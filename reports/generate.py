@@ -1864,7 +1864,10 @@ def section_flames(doc, run, res):
     doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
           f"each frame colored by how its share of samples changed from "
           f"{d['base']} (red larger, blue smaller). Functions whose share "
-          "as the leaf (self) changed most:")
+          "as the leaf (self) changed most (hover over a frame in the "
+          "SVG, opened on its own, for its numbers):")
+    doc.img(d["svg"], f"differential flame graph, {d['target']} against "
+            f"{d['base']}")
     doc.table(["function", f"self % {d['target']}", f"self % {d['base']}",
                "change, points", f"incl. % {d['target']}",
                f"incl. % {d['base']}"],
