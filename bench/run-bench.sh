@@ -39,6 +39,7 @@ done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
+t0=$(date +%s)
 stamp=$(date -u +%Y%m%d-%H%M%S)
 run=$top/build/bench/$stamp-$workload
 vm=$run/vm
@@ -78,9 +79,11 @@ if [ $rc != 0 ]; then
 	exit 1
 fi
 
+echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writing the report"
 /usr/bin/python3 "$top/bench/collect.py" "$vm" "$job" "$run" || die "could not collect the results of $vm"
 out=$top/reports/$(date -u +%Y-%m-%d)-$workload
 /usr/bin/python3 "$top/reports/generate.py" "$run" "$out" || die "report generation failed for $run"
 ln -sfn "$run" "$top/build/bench/latest-$workload"
 echo "bench: raw run: $run"
 echo "bench: report:  $out/index.html and $out/summary.md"
+echo "bench: done in $(( $(date +%s) - t0 ))s"
