@@ -714,12 +714,9 @@ def plot_main_ratio(run, res, out_dir):
         # the plot still exists, and says why it has no points
         reason = next((c["reason"] for c in res["comparisons"]
                        if (c["a"], c["b"]) == (MAIN_A, MAIN_B)), "no data")
-        fig, ax = plt.subplots(figsize=(10, 2.2))
-        ax.axis("off")
-        ax.text(0.5, 0.5, f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
-                f"CI: not measured\n\n{reason}", ha="center", va="center",
-                fontsize=9, wrap=True, transform=ax.transAxes)
-        return _save(fig, out_dir, "ratio_extent_inode.png")
+        return _text_figure(out_dir, "ratio_extent_inode.png",
+                            f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
+                            "CI: not measured", reason.replace("; ", "\n"))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, goal, title in (
             (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
@@ -789,13 +786,23 @@ REQUIRED_HISTS = (("@lookup_ns", "extent-info lookup latency"),
                   ("@derive_ns", "key derivation latency"))
 
 
+def _text_figure(out_dir, fname, title, text):
+    """A figure that only says why it has no data (wrapped, centered)."""
+    import textwrap
+    plt = _plt()
+    lines = [title, ""] + [w for para in text.split("\n")
+                           for w in textwrap.wrap(para, 100) or [""]]
+    fig = plt.figure(figsize=(9, 0.25 * len(lines) + 0.8))
+    fig.text(0.5, 0.5, "\n".join(lines), ha="center", va="center",
+             fontsize=9)
+    fig.savefig(os.path.join(out_dir, fname), dpi=110)
+    plt.close(fig)
+    return fname
+
+
 def _hist_placeholder(plt, out_dir, fname, name, what, text):
-    fig, ax = plt.subplots(figsize=(7, 2.4))
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"bpftrace {name} ({what}): no events\n\n{text}",
-            ha="center", va="center", fontsize=9, wrap=True,
-            transform=ax.transAxes)
-    return _save(fig, out_dir, fname)
+    return _text_figure(out_dir, fname,
+                        f"bpftrace {name} ({what}): no events", text)
 
 
 def plot_bpftrace_hists(run, profiles, out_dir, colors):
