@@ -1863,7 +1863,8 @@ def section_flames(doc, run, res):
     d = fl.get("diff")
     doc.h(3, "Differential flame graph")
     if not d:
-        doc.p("Not drawn: no comparison has both arms profiled.")
+        doc.p("Not drawn: fewer than two arms were profiled "
+              "(skipped arms have no profile).")
         return
     if not d["main"]:
         doc.note(f"**This is {d['target']} against {d['base']}, not "
