@@ -11,8 +11,9 @@ first, then a blank line), and the SVG is plain rectangles and text.
 
 Folded stack format (one per line, "stack count"): the process name first,
 then the frames from the outermost caller to the leaf, ";"-separated;
-consecutive repeats of one unresolved frame (user code built without frame
-pointers unwinds into long runs of them) are kept once;
+consecutive repeats of one user-space frame (user code built without frame
+pointers unwinds into long runs of one bogus frame) are kept once, kernel
+frames (ORC-unwound, reliable; recursion is real) all;
 symbol offsets ("+0x1e") are dropped so that samples at different
 instructions of one function merge; kworker names lose their pool number
 ("kworker/u4:2-btrfs-endio" -> "kworker/-btrfs-endio"), since which worker
@@ -59,12 +60,14 @@ def fold_perf_script(lines):
     def flush():
         if comm is None:
             return
-        # user code without frame pointers unwinds into long runs of
-        # unresolved frames: a run of one unresolved name counts as one
-        collapsed = []
-        for f in reversed(frames):
-            if not (collapsed and f == collapsed[-1] and f.startswith("[")):
-                collapsed.append(f)
+        # user code without frame pointers unwinds into long runs of one
+        # bogus frame: a run of one user-space name counts once (kernel
+        # frames, which unwind reliably, are kept as they are)
+        collapsed, last = [], None
+        for name, kernel in reversed(frames):
+            if not (name == last and not kernel):
+                collapsed.append(name)
+            last = name
         stack = [comm] + (collapsed or ["[no stack]"])
         key = ";".join(stack)
         out[key] = out.get(key, 0) + 1
@@ -80,7 +83,9 @@ def fold_perf_script(lines):
             if in_sample:
                 m = _FRAME.match(line)
                 if m:
-                    frames.append(_clean_sym(m.group(2), m.group(3)))
+                    dso = m.group(3) or ""
+                    frames.append((_clean_sym(m.group(2), dso),
+                                   dso.startswith("[kernel")))
             continue
         if line.startswith("#"):
             continue
@@ -186,9 +191,13 @@ def _diff_color(delta, scale):
 
 
 def _svg(rects_spec, title, subtitle, width, height_per=16):
-    """rects_spec: list of (depth, x, w, label, fill, tooltip)."""
+    """rects_spec: list of (depth, x, w, label, fill, tooltip); subtitle
+    may have several lines. Frames narrower than 0.3 px are not drawn and
+    do not make the graph taller."""
+    rects_spec = [r for r in rects_spec if r[2] >= 0.3]
     depth_max = max((d for d, *_ in rects_spec), default=0)
-    top = 48
+    sub_lines = subtitle.split("\n") if subtitle else []
+    top = 30 + 16 * len(sub_lines)
     height = top + (depth_max + 1) * height_per + 24
     out = [
         '<?xml version="1.0" standalone="no"?>',
@@ -199,13 +208,13 @@ def _svg(rects_spec, title, subtitle, width, height_per=16):
         'fill="#f8f8f8"/>',
         f'<text x="{(width + 20) / 2}" y="20" font-size="15" '
         f'text-anchor="middle">{html.escape(title)}</text>',
-        f'<text x="{(width + 20) / 2}" y="38" font-size="11" fill="#444" '
-        f'text-anchor="middle">{html.escape(subtitle)}</text>',
+    ] + [
+        f'<text x="{(width + 20) / 2}" y="{38 + 16 * i}" font-size="11" '
+        f'fill="#444" text-anchor="middle">{html.escape(line)}</text>'
+        for i, line in enumerate(sub_lines)
     ]
     char_w = 6.2
     for depth, x, w, label, fill, tip in rects_spec:
-        if w < 0.3:
-            continue
         # root at the bottom, callees above their callers
         y = height - 24 - (depth + 1) * height_per
         out.append(
@@ -275,9 +284,9 @@ def diff_flame_svg(target, base, title, subtitle="", width=1200):
                f"{100 * sb.get(path, 0.0):.2f}% of base ({100 * d:+.2f} "
                "points)")
         spec.append((depth, x, w, node.name, _diff_color(d, scale), tip))
-    sub = (subtitle + " " if subtitle else "") + \
-        f"(red: larger share than in the base, blue: smaller; full color at " \
-        f"{100 * scale:.1f} points)"
+    sub = (subtitle + "\n" if subtitle else "") + \
+        f"red: larger share of samples than in the base, blue: smaller " \
+        f"(full color at {100 * scale:.1f} points); white: same"
     return _svg(spec, title, sub, width)
 
 

@@ -1776,16 +1776,19 @@ def make_flames(run, prof, out_dir):
     if pair:
         a, b, main = pair
         ta, tb = out["arms"][a]["_busy"], out["arms"][b]["_busy"]
+        why = (f"{MAIN_A} and {MAIN_B} were not both profiled"
+               + (f"; {skipped_note(run, (MAIN_A, MAIN_B))}"
+                  if skipped_note(run, (MAIN_A, MAIN_B)) else ""))
         label = (f"{a} against {b}" if main else
-                 f"{a} against {b} (NOT the main comparison: "
-                 f"{MAIN_A}/{MAIN_B} was not profiled"
-                 + (f"; {skipped_note(run, (MAIN_A, MAIN_B))}"
-                    if skipped_note(run, (MAIN_A, MAIN_B)) else "") + ")")
+                 f"{a} against {b} (NOT the main comparison: {why})")
         rel = f"flame-diff-{a}-vs-{b}.svg"
         with open(os.path.join(out_dir, rel), "w", encoding="utf-8") as f:
-            f.write(F.diff_flame_svg(ta, tb, f"Differential flame graph: "
-                                     f"{label}", f"{phase};"))
+            f.write(F.diff_flame_svg(
+                ta, tb, f"Differential flame graph: {a} against {b}"
+                + ("" if main else " (NOT the main comparison)"),
+                f"{phase}" + ("" if main else f"; {why}")))
         out["diff"] = {"target": a, "base": b, "main": main, "label": label,
+                       "why_not_main": None if main else why,
                        "svg": rel, "top": F.frame_deltas(ta, tb)[:15]}
     for v in out["arms"].values():
         v.pop("_busy")
@@ -1868,7 +1871,7 @@ def section_flames(doc, run, res):
         return
     if not d["main"]:
         doc.note(f"**This is {d['target']} against {d['base']}, not "
-                 f"{MAIN_A} against {MAIN_B}**: " + d["label"] + ".")
+                 f"{MAIN_A} against {MAIN_B}**: {d['why_not_main']}.")
     doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
           f"each frame colored by how its share of samples changed from "
           f"{d['base']} (red larger, blue smaller). Functions whose share "

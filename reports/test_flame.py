@@ -13,8 +13,8 @@ except ImportError:  # run from inside reports/
 
 # perf script's text: a header per sample, frames leaf first, blank lines
 # between samples; the fifth sample follows the fourth without a blank
-# line and the text ends without one; the sixth has a comm with a space and
-# no frames.
+# line; the sixth has a comm with a space and no frames; the seventh has a
+# user-space frame repeated (bogus unwinding) over real kernel recursion.
 PERF_SCRIPT = """\
 fio  1234 [000]    10.000001:    2004008 cpu-clock: 
 \tffffffff81000001 aesni_xts_decrypt+0x10 ([kernel.kallsyms])
@@ -40,6 +40,13 @@ fio  1234 [001]    10.000005:    2004008 cpu-clock:
 \tffffffff81000003 worker_thread+0x5 ([kernel.kallsyms])
 
 Web Content  99/100 [000]    10.000006:    2004008 cpu-clock: 
+
+fio  1234 [000]    10.000007:    2004008 cpu-clock: 
+	ffffffff81000004 rb_next+0x1 ([kernel.kallsyms])
+	ffffffff81000004 rb_next+0x9 ([kernel.kallsyms])
+	           22222 __gxx_personality_v0+0x5 (/usr/lib/libstdc++.so.6)
+	           22222 __gxx_personality_v0+0x5 (/usr/lib/libstdc++.so.6)
+	           22222 __gxx_personality_v0+0x5 (/usr/lib/libstdc++.so.6)
 """
 
 FOLDED = {
@@ -48,6 +55,8 @@ FOLDED = {
     "fio;[unknown];[ld-linux-x86-64.so.2]": 1,
     "swapper;do_idle;amd_e400_idle": 1,
     "Web Content;[no stack]": 1,
+    # user-space repeats once, kernel recursion kept
+    "fio;__gxx_personality_v0;rb_next;rb_next": 1,
 }
 
 
@@ -58,7 +67,7 @@ class Fold(unittest.TestCase):
 
     def test_total_is_the_number_of_samples(self):
         self.assertEqual(sum(F.fold_perf_script(
-            PERF_SCRIPT.splitlines()).values()), 6)
+            PERF_SCRIPT.splitlines()).values()), 7)
 
     def test_round_trip_through_text(self):
         text = F.format_folded(FOLDED)
@@ -70,7 +79,7 @@ class Fold(unittest.TestCase):
         busy, idle = F.split_idle(FOLDED)
         self.assertEqual(idle, 1)
         self.assertNotIn("swapper;do_idle;amd_e400_idle", busy)
-        self.assertEqual(sum(busy.values()), 5)
+        self.assertEqual(sum(busy.values()), 6)
 
     def test_empty_input(self):
         self.assertEqual(F.fold_perf_script([]), {})
