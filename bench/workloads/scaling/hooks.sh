@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by guest-bench.sh
 # Hooks of the scaling workload (sourced by bench/guest-bench.sh, see there).
 
 # The extent counts: SCALE_MIN doubled while the running sum fits the budget.
