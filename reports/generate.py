@@ -874,15 +874,20 @@ def plot_derivations_vs_extents(run, points, out_dir, colors):
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for arm, (ext, der) in points.items():
-        ax.plot(ext, der, "o", color=colors.get(arm), label=arm)
-        ax.annotate(arm, (ext, der), textcoords="offset points",
-                    xytext=(6, 4), fontsize=8)
+    markers = "osD^v<>p"
+    for i, (arm, (ext, der)) in enumerate(points.items()):
+        # hollow markers of different shapes: arms on one point stay visible
+        ax.plot(ext, der, markers[i % len(markers)], ms=9 + 3 * (i % 3),
+                mfc="none", mew=2, color=colors.get(arm),
+                label=f"{arm}: {der:g} derivations, {ext:g} extents")
+    xmax = max(x for x, _ in points.values())
+    ymax = max(y for _, y in points.values())
+    top_x, top_y = (xmax * 1.15 or 1), (ymax * 1.15 or 1)
+    ax.set_xlim(-0.04 * top_x, top_x)  # room for markers at 0
+    ax.set_ylim(-0.06 * top_y, top_y)
     add_skipped_legend(ax, run)
     ax.set_xlabel("extents in the file the profiled rep read")
     ax.set_ylabel("key derivations (bpftrace)")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, "derivations_vs_extents.png")
 
