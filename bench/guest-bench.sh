@@ -233,7 +233,7 @@ slab_snapshot() { # file
 	grep -E '^(fscrypt|btrfs|ext4|kmalloc-128|slabinfo|# name)' /proc/slabinfo >"$1"
 }
 
-# One profiled repetition: the profile phase three times, from a cold cache
+# One profiled repetition: the profile phase twice, from a cold cache
 # each time: (1) under bpftrace and perf stat, with slab snapshots before and
 # after it (memory after the read phase); (2) under perf record -g, for the
 # flame graphs (a separate pass, so that sampling does not disturb the
