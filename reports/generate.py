@@ -2025,10 +2025,24 @@ def copy_sources(run_dir, out_dir):
             shutil.copyfile(src, os.path.join(out_dir, name))
 
 
+def remove_old_outputs(out_dir):
+    """Remove the plots and flame graphs an earlier report left in out_dir
+    (reports/<date>-<workload> is reused by a second run on the same day,
+    whose report might not draw them all)."""
+    for name in os.listdir(out_dir):
+        path = os.path.join(out_dir, name)
+        if os.path.isfile(path) and (name.endswith(".png") or
+                                     re.fullmatch(r"flame-.*\.svg", name)):
+            os.remove(path)
+    if os.path.isdir(os.path.join(out_dir, "flame")):
+        shutil.rmtree(os.path.join(out_dir, "flame"))
+
+
 def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
     """Write the whole report; return the results dict."""
     run = load_run(run_dir)
     os.makedirs(out_dir, exist_ok=True)
+    remove_old_outputs(out_dir)
     res = analyze(run, threshold)
     plots = make_plots(run, res, out_dir)
     res["plots"] = plots

@@ -309,7 +309,13 @@ has "summary.md: config hash" "$out/summary.md" 'feedbeef'
 has "index.html: job files collapsed" "$out/index.html" '<details><summary>fio job file seqread.fio'
 has "index.html: plots" "$out/index.html" '<img src="ratio_extent_inode.png"'
 cp "$out/results.json" "$tmp/results1.json"
+touch "$out/flame-diff-stale-vs-old.svg" "$out/stale.png"
 expect_rc 0 generate-again $py reports/generate.py "$tmp/base" "$out"
+if [ -e "$out/flame-diff-stale-vs-old.svg" ] || [ -e "$out/stale.png" ]; then
+	bad "a second report in the same directory keeps stale plots"
+else
+	ok "a second report in the same directory removes stale plots"
+fi
 if cmp -s "$tmp/results1.json" "$out/results.json"; then ok "results.json identical on a second run"; else bad "results.json differs between two runs"; fi
 
 out=$tmp/report-skipped
