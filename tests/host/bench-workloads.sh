@@ -67,6 +67,10 @@ same "scaling: phases" "$(SCALE_BUDGET=3072 in_workload scaling wl_phases | xarg
 same "scaling: profile phase is the largest file's sequential read" "$(in_workload scaling wl_profile_phase)" "seqread-e8192"
 same "scaling: profiled prep checks only that file" "$(in_workload scaling wl_checks /m seqread-e8192)" "e8192 /m/bench/frag-e8192 8192 - 0"
 same "scaling: target" "$(in_workload scaling wl_target /m randread-e4096)" "/m/bench/frag-e4096"
+# one file size at every point (8192 x 17/16 blocks), chunks of 8192/N blocks
+same "scaling: layout of the fewest-extents point" "$(in_workload scaling point_layout 1024)" "34816k 32k"
+same "scaling: layout of the largest point" "$(in_workload scaling point_layout 8192)" "34816k 4k"
+same "scaling: layout with SCALE_BUDGET=3072" "$(SCALE_BUDGET=3072 in_workload scaling point_layout 1024)" "8704k 8k"
 
 echo "== shared"
 same "shared: targets" "$(for p in seqread-orig randread-reflink seqread-snapshot; do in_workload shared wl_target /m $p; done | xargs)" \

@@ -29,11 +29,23 @@ phase_points() { # phases...
 	for p in "$@"; do echo "${p##*-e}"; done | sort -n -u
 }
 
+# "FILE_SIZE BS" of the file of point N: every file has the size of the
+# largest point's (NMAX x 17/16 blocks of 4 KiB) and is written in chunks of
+# NMAX/N blocks, so only the extent count changes from point to point, not
+# the amount read.
+point_layout() { # n
+	local nmax
+	nmax=$(scale_points | tail -n 1)
+	echo "$((nmax * 17 / 4))k $((nmax / $1 * 4))k"
+}
+
 wl_prep() { # mnt phases...
-	local mnt=$1 n
+	local mnt=$1 n size bs
 	shift
 	for n in $(phase_points "$@"); do
-		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n FILE_SIZE=$((n * 17 / 4))k \
+		size=$(point_layout "$n")    # (no process substitution: no /dev/fd in the guest)
+		bs=${size#* } size=${size% *}
+		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n FILE_SIZE=$size BS=$bs \
 			fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
 	done
 }
