@@ -64,8 +64,15 @@ def main():
     conf = read_env(os.path.join(wl_dir, "workload.conf"))
 
     arms = {}
+    last = None
     for row in read_tsv(os.path.join(bench, "arms.tsv")):
+        if len(row) < 2 or row[1] not in ("measured", "skipped"):
+            # a reason that spanned lines (older guests did not join them)
+            if last is not None and arms[last].get("status") == "skipped":
+                arms[last]["reason"] += " " + " ".join(row).strip()
+            continue
         arm, status = row[0], row[1]
+        last = arm
         reason = row[2] if len(row) > 2 else ""
         entry = {"status": status}
         if status == "skipped":
@@ -74,9 +81,28 @@ def main():
             entry.update(arm_config(os.path.join(job, "bench", "arms.sh"), arm))
         arms[arm] = entry
 
-    extents = {}
-    for arm, rep, count in read_tsv(os.path.join(bench, "extents.tsv")):
-        if rep != "profiled":
+    # extents.tsv: arm, rep, label, extents, shared, min, max, min_shared,
+    # path (one line per file the workload promised something about; older
+    # runs had only arm, rep, extents). extent_counts keeps, per arm, the
+    # first file's count of each timed rep; extent_checks has every line.
+    extents, checks, profiled = {}, [], {}
+    for row in read_tsv(os.path.join(bench, "extents.tsv")):
+        if len(row) == 3:
+            row = [row[0], row[1], "file", row[2], "0", "", "-", "0", ""]
+        arm, rep, label, count, shared, lo, hi, slo, path = \
+            (row + [""] * 9)[:9]
+        check = {"arm": arm, "rep": rep if rep == "profiled" else int(rep),
+                 "label": label, "extents": int(count),
+                 "shared": int(shared or 0),
+                 "min": int(lo) if lo.isdigit() else None,
+                 "max": int(hi) if hi.isdigit() else None,
+                 "min_shared": int(slo) if slo.isdigit() else 0,
+                 "path": path}
+        checks.append(check)
+        if rep == "profiled":
+            profiled.setdefault(arm, {})[label] = int(count)
+        elif not any(c["arm"] == arm and c["rep"] == check["rep"]
+                     for c in checks[:-1]):
             extents.setdefault(arm, []).append(int(count))
 
     run_info = read_kv(os.path.join(vm, "run.info"))
@@ -87,11 +113,23 @@ def main():
     with open(os.path.join(bench, "fio-version")) as f:
         fio_version = f.read().strip()
 
+    def guest_file(name, default):
+        path = os.path.join(bench, name)
+        if not os.path.exists(path):
+            return default
+        with open(path) as f:
+            return f.read().strip()
+
+    # The guest writes the phases it ran (a workload may compute them).
+    phases = guest_file("phases", conf.get("PHASES", "")).split()
+
     meta = {
         "workload": workload,
         "date": run_info.get("date", ""),
         "reps": int(env["REPS"]),
-        "phases": conf.get("PHASES", "").split(),
+        "description": conf.get("description", ""),
+        "phases": phases,
+        "profile_phase": guest_file("profile-phase", ""),
         "arms": arms,
         "order": [[arm, int(rep)] for arm, rep in
                   read_tsv(os.path.join(bench, "order.tsv"))],
@@ -99,6 +137,11 @@ def main():
         "fio_version": fio_version,
         "jobfiles": jobfiles,
         "extent_counts": extents,
+        "extent_checks": checks,
+        "profiled_extent_counts": profiled,
+        "overrides": {k: env[k] for k in ("MIN_EXTENTS", "MAX_EXTENTS",
+                                          "SCALE_MIN", "SCALE_BUDGET")
+                      if k in env},
         "min_extents": int(open(os.path.join(bench, "min-extents")).read()),
     }
     os.makedirs(run, exist_ok=True)

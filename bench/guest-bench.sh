@@ -1,20 +1,81 @@
 #!/bin/bash
 # In-guest benchmark driver; becomes /job/run (see bench/run-bench.sh).
 #
-# Reads /job/bench.env (WORKLOAD, REPS, ARMS, PROFILE, MIN_EXTENTS), then for
-# each repetition runs every arm in turn (A B C A B C ...), each on a freshly
-# made filesystem on its own scratch disk:
-#   prep (unmeasured) -> sync, count extents (FIEMAP) -> for each phase:
+# Reads /job/bench.env (WORKLOAD, REPS, ARMS, PROFILE, and optional
+# overrides such as MIN_EXTENTS or SCALE_BUDGET), then for each repetition
+# runs every arm in turn (A B C A B C ...), each on a freshly made filesystem
+# on its own scratch disk:
+#   probe (can this arm run the workload?) -> prep (unmeasured) -> sync,
+#   FIEMAP check of every file the workload promises -> for each phase:
 #   sync, drop caches, fio --output-format=json+
 # Results go to $RESULTS/bench/: raw/<arm>/rep<N>/<phase>.json, arms.tsv,
-# extents.tsv, order.tsv, fio-version, and profiles/<arm>/ from one extra,
-# profiled repetition per arm (never mixed with the timed ones).
+# extents.tsv, order.tsv, phases, fio-version, and profiles/<arm>/ from one
+# extra, profiled repetition per arm (never mixed with the timed ones).
+#
+# A workload is bench/workloads/<name>/: workload.conf (shell variables:
+# description, FILE, FILE_SIZE, MIN_EXTENTS, MAX_EXTENTS, PHASES,
+# PROFILE_PHASE, EST_ARM_RUN_S), fio job files (prep.fio and one per phase,
+# or per read kind: phase "seqread-orig" uses seqread-orig.fio if it exists,
+# else seqread.fio), and optionally hooks.sh, which may redefine the wl_*
+# functions below.
 set -u
 . /job/bench.env
 . /job/bench/arms.sh
 wl=/job/bench/workloads/$WORKLOAD
 . "$wl/workload.conf"
+FILE=${FILE:-frag}
+MIN_EXTENTS=${MIN_EXTENTS:-1}
+MAX_EXTENTS=${MAX_EXTENTS:-}
+PROFILE_PHASE=${PROFILE_PHASE:-randread}
+EST_ARM_RUN_S=${EST_ARM_RUN_S:-120}
 export PATH=/job/tools:$PATH FILE_SIZE
+
+# ---- workload hooks (defaults; hooks.sh may redefine any of them) ---------
+
+# wl_phases: the measured phases, in order.
+wl_phases() { echo $PHASES; }
+
+# wl_profile_phase: the phase the profiled repetition runs.
+wl_profile_phase() { echo "$PROFILE_PHASE"; }
+
+# wl_probe MNT: can this arm run the workload? Print why not and return 3
+# to skip the arm (like an arm the kernel does not support), 1 on errors.
+wl_probe() { return 0; }
+
+# wl_prep MNT PHASES...: unmeasured preparation of what PHASES will read.
+wl_prep() {
+	BENCH_DIR=$1/bench TARGET=$1/bench/$FILE fio --output=/tmp/prep.out "$wl/prep.fio" ||
+		{ cat /tmp/prep.out; return 1; }
+}
+
+# wl_checks MNT PHASES...: the FIEMAP promises, one line per file:
+# "label path min_extents max_extents(or -) min_shared_extents".
+wl_checks() { echo "$FILE $1/bench/$FILE $MIN_EXTENTS ${MAX_EXTENTS:--} 0"; }
+
+# wl_target MNT PHASE: the file PHASE reads or writes (fio's ${TARGET}).
+wl_target() { echo "$1/bench/$FILE"; }
+
+[ -f "$wl/hooks.sh" ] && . "$wl/hooks.sh"
+
+# One measured phase: its job file is PHASE.fio, else KIND.fio for a phase
+# named KIND-SOMETHING.
+run_phase() { # arm mnt phase json
+	local arm=$1 mnt=$2 phase=$3 json=$4 job=$wl/$3.fio
+	[ -f "$job" ] || job=$wl/${phase%%-*}.fio
+	ARM=$arm BENCH_DIR=$mnt/bench TARGET=$(wl_target "$mnt" "$phase") \
+		fio --output-format=json+ --output="$json" "$job"
+}
+
+# "/job/run --phase ARM MNT PHASE JSON": one phase only, for the profilers
+# (perf stat and perf record run a command, not a shell function).
+if [ "${1:-}" = --phase ]; then
+	shift
+	run_phase "$@"
+	exit
+fi
+
+# ---- bookkeeping ------------------------------------------------------------
+
 out=$RESULTS/bench
 mkdir -p "$out/raw" "$out/profiles"
 : >"$out/arms.tsv"
@@ -22,15 +83,33 @@ mkdir -p "$out/raw" "$out/profiles"
 : >"$out/order.tsv"
 fio --version >"$out/fio-version"
 echo "$MIN_EXTENTS" >"$out/min-extents"
+phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
+profile_phase=$(wl_profile_phase)
+echo "$phases" >"$out/phases"
+echo "$profile_phase" >"$out/profile-phase"
 start=$(date +%s)
 nr_arms=$(echo $ARMS | wc -w)
 total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
 done_runs=0
+done_at=0      # elapsed seconds when the last arm run ended
+cur_arm="" cur_rep=""
 
-progress() { # message
-	local el=$(( $(date +%s) - start )) eta=""
-	[ "$done_runs" -gt 0 ] && eta=", about $(( el * (total - done_runs) / done_runs ))s left"
-	echo "LAB-PROGRESS [${el}s, run $((done_runs + 1))/$total$eta] $*" >/dev/console
+# One line per phase: arm, repetition, phase, elapsed against the expected
+# total. The expected total is the time of the finished arm runs plus the
+# remaining ones at their average so far (at EST_ARM_RUN_S, the workload's
+# own estimate, before the first one ends).
+progress() { # phase text
+	local el=$(( $(date +%s) - start )) avg expect
+	if [ "$done_runs" -gt 0 ]; then avg=$(( done_at / done_runs )); else avg=$EST_ARM_RUN_S; fi
+	expect=$(( done_at + (total - done_runs) * avg ))
+	[ "$expect" -lt "$el" ] && expect=$el
+	echo "LAB-PROGRESS [${el}s of ~${expect}s expected] arm $cur_arm, rep $cur_rep," \
+		"phase $1 (arm run $(( done_runs < total ? done_runs + 1 : total ))/$total)" >/dev/console
+}
+
+run_done() {
+	done_runs=$((done_runs + 1))
+	done_at=$(( $(date +%s) - start ))
 }
 
 # The scratch disk of an arm: one per arm, in the order of ARMS, from vdd on.
@@ -44,10 +123,11 @@ arm_dev() {
 
 declare -A skipped
 
-# Make, mount and (for encrypted arms) set up encryption. Prints a reason and
-# returns 3 if the kernel cannot run this arm, 1 on other errors.
+# Make, mount and (for encrypted arms) set up encryption, then ask the
+# workload whether the arm can run it. Prints a reason and returns 3 if the
+# arm cannot run (kernel or filesystem lacks a feature), 1 on other errors.
 setup_fs() { # arm dev mnt
-	local arm=$1 dev=$2 mnt=$3 opts err tune
+	local arm=$1 dev=$2 mnt=$3 opts err tune rc
 	arm_unsupported "$arm" && return 3
 	opts=$(arm_mount_opts "$arm")
 	umount -q "$mnt" 2>/dev/null
@@ -68,84 +148,126 @@ setup_fs() { # arm dev mnt
 		*) echo "$err"; return 1 ;;
 		esac
 	fi
+	err=$(ARM=$arm wl_probe "$mnt" 2>&1)
+	rc=$?
+	[ $rc = 0 ] || { echo "$err"; return $rc; }
 	return 0
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-# Prep and check the fragmentation promise. Exits the whole run if broken.
-prep() { # arm rep mnt
-	local arm=$1 rep=$2 mnt=$3 n
-	progress "$arm rep $rep: prep (unmeasured)"
-	BENCH_DIR=$mnt/bench fio --output=/tmp/prep.out "$wl/prep.fio" ||
-		{ echo "bench: fio prep failed for $arm rep $rep:"; cat /tmp/prep.out; exit 1; }
+# Prep and check every FIEMAP promise. Exits the whole run if one is broken.
+prep() { # arm rep mnt phases...
+	local arm=$1 rep=$2 mnt=$3 label path min max smin n shared line bad
+	shift 3
+	progress "prep (unmeasured)"
+	ARM=$arm wl_prep "$mnt" "$@" || { echo "bench: FAIL: prep failed for $arm rep $rep"; exit 1; }
 	sync
-	n=$(extent_count "$mnt/bench/frag" | cut -d' ' -f1)
-	printf '%s\t%s\t%s\n' "$arm" "$rep" "$n" >>"$out/extents.tsv"
-	if [ -z "$n" ] || [ "$n" -lt "$MIN_EXTENTS" ]; then
-		echo "bench: FAIL: $arm rep $rep: the file has ${n:-?} extents, but workload '$WORKLOAD' promises at least $MIN_EXTENTS"
-		exit 1
-	fi
+	progress "FIEMAP check"
+	# (no process substitution: the guest has no /dev/fd)
+	wl_checks "$mnt" "$@" >/tmp/checks || { echo "bench: FAIL: $arm rep $rep: wl_checks failed"; exit 1; }
+	[ -s /tmp/checks ] || { echo "bench: FAIL: $arm rep $rep: workload '$WORKLOAD' promises nothing to check"; exit 1; }
+	while read -r label path min max smin; do
+		line=$(extent_count -s "$path") || { echo "bench: FAIL: $arm rep $rep: FIEMAP of $path failed"; exit 1; }
+		n=${line%% *}; shared=${line#* }; shared=${shared%% *}
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$label" "$n" "$shared" \
+			"$min" "$max" "$smin" "$path" >>"$out/extents.tsv"
+		bad=""
+		[ "$n" -lt "$min" ] && bad="$n extents, but workload '$WORKLOAD' promises at least $min"
+		[ "$max" != - ] && [ "$n" -gt "$max" ] && bad="$n extents, but workload '$WORKLOAD' promises at most $max"
+		[ "$shared" -lt "$smin" ] && bad="$shared shared extents (FIEMAP_EXTENT_SHARED), but workload '$WORKLOAD' promises at least $smin"
+		if [ -n "$bad" ]; then
+			echo "bench: FAIL: $arm rep $rep: $label ($path) has $bad"
+			exit 1
+		fi
+	done </tmp/checks
 }
 
 run_phases() { # arm rep mnt dir
 	local arm=$1 rep=$2 mnt=$3 dir=$4 phase
 	mkdir -p "$dir"
-	for phase in $PHASES; do
-		progress "$arm rep $rep: $phase"
+	for phase in $phases; do
+		progress "$phase"
 		drop_caches
-		BENCH_DIR=$mnt/bench fio --output-format=json+ --output="$dir/$phase.json" \
-			"$wl/$phase.fio" ||
+		run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" ||
 			{ echo "bench: fio $phase failed for $arm rep $rep"; cat "$dir/$phase.json"; exit 1; }
 	done
 }
 
+# Try the arm; on "cannot run" mark it skipped for the rest of the run.
+try_setup() { # arm rep dev mnt
+	local arm=$1 rep=$2 why rc
+	why=$(setup_fs "$arm" "$3" "$4")
+	rc=$?
+	why=${why//$'\n'/ }    # one line: it goes into arms.tsv and the report
+	case $rc in
+	0) return 0 ;;
+	3) skipped[$arm]=$why
+	   printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$out/arms.tsv"
+	   if [ "$rep" = profiled ]; then
+		total=$(( total - 1 ))
+	   else
+		total=$(( total - (REPS - rep + 1) - (PROFILE ? 1 : 0) ))
+	   fi
+	   progress "skipped: $why"; return 1 ;;
+	*) echo "bench: cannot set up $arm on $3: $why"; exit 1 ;;
+	esac
+}
+
 # One timed repetition of one arm.
 timed_run() { # arm rep
-	local arm=$1 rep=$2 dev mnt=/mnt/bench-$1 why
+	local arm=$1 rep=$2 dev mnt=/mnt/bench-$1
+	cur_arm=$arm cur_rep="$rep/$REPS"
 	dev=$(arm_dev "$arm")
 	mkdir -p "$mnt"
-	if [ -n "${skipped[$arm]:-}" ]; then
-		return
-	fi
-	why=$(setup_fs "$arm" "$dev" "$mnt")
-	case $? in
-	0) ;;
-	3) skipped[$arm]=$why; printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$out/arms.tsv"
-	   total=$(( total - (REPS - rep + 1) - (PROFILE ? 1 : 0) ))
-	   progress "$arm: skipped: $why"; return ;;
-	*) echo "bench: cannot set up $arm on $dev: $why"; exit 1 ;;
-	esac
-	prep "$arm" "$rep" "$mnt"
+	[ -n "${skipped[$arm]:-}" ] && return
+	try_setup "$arm" "$rep" "$dev" "$mnt" || return
+	prep "$arm" "$rep" "$mnt" $phases
 	run_phases "$arm" "$rep" "$mnt" "$out/raw/$arm/rep$rep"
 	printf '%s\t%s\n' "$arm" "$rep" >>"$out/order.tsv"
 	umount "$mnt"
-	done_runs=$((done_runs + 1))
+	run_done
 }
 
-# One profiled repetition: bpftrace and perf stat around the read phases,
-# slab usage after them. Its numbers are not used for the timed tables.
+# A slabinfo snapshot of the caches the report looks at.
+slab_snapshot() { # file
+	grep -E '^(fscrypt|btrfs|ext4|kmalloc-128|slabinfo|# name)' /proc/slabinfo >"$1"
+}
+
+# One profiled repetition: the profile phase twice, from a cold cache
+# each time: (1) under bpftrace and perf stat, with slab snapshots before and
+# after it (memory after the read phase); (2) under perf record -g, for the
+# flame graphs (a separate pass, so that sampling does not disturb the
+# bpftrace latencies). Its numbers are not used for the timed tables.
 profiled_run() { # arm
-	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$out/profiles/$1 bt
+	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$out/profiles/$1 bt ph=$profile_phase
+	cur_arm=$arm cur_rep=profiled
 	[ -n "${skipped[$arm]:-}" ] && return
 	dev=$(arm_dev "$arm")
-	mkdir -p "$pdir"
-	setup_fs "$arm" "$dev" "$mnt" >/dev/null || return
-	prep "$arm" profiled "$mnt"
-	progress "$arm: profiled run (bpftrace, perf stat)"
+	mkdir -p "$pdir" "$mnt"
+	try_setup "$arm" profiled "$dev" "$mnt" || return
+	prep "$arm" profiled "$mnt" "$ph"
+	progress "profile: $ph under bpftrace and perf stat"
 	bpftrace -f json -o "$pdir/bpftrace.json" /job/profiles/bench.bt >"$pdir/bpftrace.err" 2>&1 &
 	bt=$!
 	# bpftrace reports its probes before all are live; wait for it.
 	for _ in $(seq 120); do grep -q attached_probes "$pdir/bpftrace.json" 2>/dev/null && break; sleep 1; done
 	sleep 10
 	drop_caches
+	slab_snapshot "$pdir/slab-before.txt"
 	perf stat -o "$pdir/perf-stat.txt" -e task-clock,context-switches,cpu-migrations,page-faults \
-		-a -- env BENCH_DIR="$mnt/bench" fio --output-format=json+ \
-		--output="$pdir/randread.json" "$wl/randread.fio" >/dev/null 2>&1
-	grep -E '^(fscrypt|btrfs|ext4|kmalloc-128|slabinfo|# name)' /proc/slabinfo >"$pdir/slab.txt"
+		-a -- /job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph.json" >/dev/null 2>&1
+	slab_snapshot "$pdir/slab.txt"
 	kill -INT "$bt"; wait "$bt"
+	progress "profile: $ph under perf record -g"
+	drop_caches
+	perf record -e cpu-clock -F 499 -g -a -o /tmp/perf.data -- \
+		/job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph-perf-record.json" >"$pdir/perf-record.err" 2>&1
+	progress "profile: perf script"
+	perf script -i /tmp/perf.data 2>>"$pdir/perf-record.err" | gzip >"$pdir/perf-script.txt.gz"
+	rm -f /tmp/perf.data
 	umount "$mnt"
-	done_runs=$((done_runs + 1))
+	run_done
 }
 
 for rep in $(seq 1 "$REPS"); do
@@ -161,5 +283,6 @@ fi
 for arm in $ARMS; do
 	[ -n "${skipped[$arm]:-}" ] || printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
 done
+cur_arm=- cur_rep=-
 progress "done"
 exit 0

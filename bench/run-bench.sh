@@ -29,7 +29,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -39,6 +39,7 @@ done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
+t0=$(date +%s)
 stamp=$(date -u +%Y%m%d-%H%M%S)
 run=$top/build/bench/$stamp-$workload
 vm=$run/vm
@@ -54,7 +55,9 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "REPS=$REPS"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
-	[ -n "${MIN_EXTENTS:-}" ] && echo "MIN_EXTENTS=$MIN_EXTENTS"
+	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET; do
+		[ -n "${!v:-}" ] && echo "$v=${!v}"
+	done
 } >"$job/bench.env"
 
 nr_arms=$(echo $ARMS | wc -w)
@@ -62,8 +65,11 @@ scratch=()
 for _ in $ARMS; do scratch+=(--scratch 2G); done
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
+est=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null; echo "${EST_ARM_RUN_S:-120}")
+runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"
-echo "bench: progress lines below: [elapsed, run i/n, time left estimated from the runs so far]"
+echo "bench: $runs arm runs, expected about $(( (runs * est + 30) / 60 )) min under TCG ($est s per arm run, less for arms found unsupported)"
+echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 "$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
 	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "slab_nomerge"
 rc=$?
@@ -73,9 +79,11 @@ if [ $rc != 0 ]; then
 	exit 1
 fi
 
+echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writing the report"
 /usr/bin/python3 "$top/bench/collect.py" "$vm" "$job" "$run" || die "could not collect the results of $vm"
 out=$top/reports/$(date -u +%Y-%m-%d)-$workload
 /usr/bin/python3 "$top/reports/generate.py" "$run" "$out" || die "report generation failed for $run"
 ln -sfn "$run" "$top/build/bench/latest-$workload"
 echo "bench: raw run: $run"
 echo "bench: report:  $out/index.html and $out/summary.md"
+echo "bench: done in $(( $(date +%s) - t0 ))s"

@@ -25,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import labstats as L  # noqa: E402
+import flame as F  # noqa: E402
 
 # Arms in display order; arms with other names are shown after these.
 KNOWN_ARMS = ["btrfs-extent", "btrfs-inode", "btrfs-plain",
@@ -449,7 +450,26 @@ def parse_slabinfo(path):
 
 
 PROFILE_KINDS = (("bpftrace.json", "bpftrace"), ("slab.txt", "slab"),
-                 ("perf-stat.txt", "perf stat"), ("flame.svg", "flame graph"))
+                 ("perf-stat.txt", "perf stat"),
+                 ("perf-script.txt.gz", "perf script -g"))
+
+
+def load_folded(d):
+    """Folded stacks of a profile directory: perf.folded if the run has
+    one, else folded here from perf-script.txt.gz (or .txt); None if
+    neither exists."""
+    import gzip
+    path = os.path.join(d, "perf.folded")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return F.read_folded(f)
+    for name, opener in (("perf-script.txt.gz", gzip.open),
+                         ("perf-script.txt", open)):
+        path = os.path.join(d, name)
+        if os.path.exists(path):
+            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+                return F.fold_perf_script(f)
+    return None
 
 
 def load_profiles(run):
@@ -468,6 +488,12 @@ def load_profiles(run):
                     os.path.join(d, "bpftrace.json"))
             if os.path.exists(os.path.join(d, "slab.txt")):
                 entry["slab"] = parse_slabinfo(os.path.join(d, "slab.txt"))
+            if os.path.exists(os.path.join(d, "slab-before.txt")):
+                entry["slab_before"] = parse_slabinfo(
+                    os.path.join(d, "slab-before.txt"))
+            folded = load_folded(d)
+            if folded is not None:
+                entry["folded"] = folded
             if os.path.exists(os.path.join(d, "perf-stat.txt")):
                 with open(os.path.join(d, "perf-stat.txt"),
                           encoding="utf-8", errors="replace") as f:
@@ -478,8 +504,56 @@ def load_profiles(run):
     return out
 
 
+SCALING_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-e(?P<n>\d+)")
+
+
+def _scaling_point(extents, bw, **extra):
+    bw = [float(x) for x in (bw if isinstance(bw, list) else [bw])]
+    cost = [4096.0 / x * 1e6 for x in bw if x > 0]
+    return {"extents": extents, "bw_bytes": bw, "summary": L.summary(bw),
+            "cost_us_per_4k": L.summary(cost), **extra}
+
+
 def load_scaling(run):
-    """scaling.json -> {arm: [{extents, bw_bytes: [...], summary}]}."""
+    """Throughput against extent count, per read kind and arm.
+
+    From the run's own phases named KIND-eN (the scaling workload: N is the
+    promised extent count; the x value is the median FIEMAP count of that
+    file over the timed reps), else from RUN_DIR/scaling.json
+    ({arm: [{"extents", "bw_bytes": [...]}]}, one read kind "read").
+    Returns {"source", "reads": {kind: {arm: [point, ...]}}} or None; a
+    point has extents, nominal, phase, bw_bytes (per rep), summary and
+    cost_us_per_4k (4096 / bw_bytes in microseconds, the time one 4 KiB
+    block of the read costs).
+    """
+    phases = [(p, SCALING_PHASE.fullmatch(p)) for p in run["phases"]]
+    phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
+              if m]
+    if phases:
+        counts = {}
+        for c in run["meta"].get("extent_checks") or []:
+            if isinstance(c, dict) and c.get("rep") != "profiled":
+                counts.setdefault((c.get("arm"), c.get("label")),
+                                  []).append(c.get("extents"))
+        reads = {}
+        for phase, kind, n in phases:
+            for arm in run["measured"]:
+                reps = run["data"][arm][phase]
+                if not reps:
+                    continue
+                got = [x for x in counts.get((arm, f"e{n}"), [])
+                       if isnum(x)]
+                x = L.summary(got)["median"] if got else n
+                reads.setdefault(kind, {}).setdefault(arm, []).append(
+                    _scaling_point(x, [d["bw_bytes"] for _, d in
+                                       sorted(reps.items())],
+                                   nominal=n, phase=phase,
+                                   files=[d["file"] for _, d in
+                                          sorted(reps.items())]))
+        for kind in reads:
+            for arm in reads[kind]:
+                reads[kind][arm].sort(key=lambda p: p["nominal"])
+        return {"source": "phases", "reads": reads} if reads else None
     path = os.path.join(run["dir"], "scaling.json")
     if not os.path.exists(path):
         return None
@@ -493,16 +567,13 @@ def load_scaling(run):
         pts = raw[arm]
         if not isinstance(pts, list):
             continue
-        clean = []
-        for p in pts:
-            if isinstance(p, dict) and "extents" in p and p.get("bw_bytes"):
-                bw = p["bw_bytes"]
-                bw = bw if isinstance(bw, list) else [bw]
-                clean.append({"extents": p["extents"], "bw_bytes": bw,
-                              "summary": L.summary(bw)})
+        clean = [_scaling_point(p["extents"], p["bw_bytes"],
+                                nominal=p["extents"])
+                 for p in pts if isinstance(p, dict) and "extents" in p
+                 and p.get("bw_bytes")]
         if clean:
             out[arm] = sorted(clean, key=lambda p: p["extents"])
-    return out or None
+    return {"source": "scaling.json", "reads": {"read": out}} if out else None
 
 
 # -------------------------------------------------------------- plots
@@ -529,14 +600,44 @@ def _save(fig, out_dir, name):
     return name
 
 
+def _phase_grid(plt, n, height):
+    """One panel per phase, at most 4 per row; returns (fig, [axes])."""
+    cols = max(1, min(4, n))
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, height * rows),
+                             squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def skipped_note(run, arms=None):
+    """"skipped: a, b" for the figure text, or "" (arms: the candidates)."""
+    names = [a for a in run["not_measured"] if arms is None or a in arms]
+    return ("not measured (skipped): " + ", ".join(names)) if names else ""
+
+
+def add_skipped_legend(ax, run, arms=None, **kw):
+    """The legend, with a gray entry per skipped arm."""
+    from matplotlib.patches import Patch
+    handles, labels = ax.get_legend_handles_labels()
+    for a in run["not_measured"]:
+        if arms is None or a in arms:
+            handles.append(Patch(facecolor="white", edgecolor="gray",
+                                 hatch="//"))
+            labels.append(f"{a}: skipped")
+    if handles:
+        ax.legend(handles, labels, fontsize=kw.get("fontsize", 7))
+
+
 def plot_throughput(run, res, out_dir, colors):
     """Median bars, min-max whiskers, one dot per rep; per phase panel."""
     plt = _plt()
     arms = list(run["arms"])
     phases = run["phases"]
-    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 4),
-                             squeeze=False)
-    for ax, phase in zip(axes[0], phases):
+    fig, axlist = _phase_grid(plt, len(phases), 4)
+    for ax, phase in zip(axlist, phases):
         for i, arm in enumerate(arms):
             if arm not in run["measured"] or \
                     not res["arms"][arm]["phases"][phase]["reps"]:
@@ -574,11 +675,10 @@ def plot_latency(run, res, out_dir, colors):
     if not arms:
         return None
     phases = run["phases"]
-    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 4),
-                             squeeze=False)
+    fig, axlist = _phase_grid(plt, len(phases), 4)
     width = 0.8 / len(arms)
     any_data = False
-    for ax, phase in zip(axes[0], phases):
+    for ax, phase in zip(axlist, phases):
         for j, arm in enumerate(arms):
             lat = res["arms"][arm]["phases"][phase]["latency_ns"]
             ys = [lat[pct_name(q)] / 1000.0 for q in PERCENTILES]
@@ -598,7 +698,7 @@ def plot_latency(run, res, out_dir, colors):
     if not any_data:
         plt.close(fig)
         return None
-    axes[0][0].legend(fontsize=7)
+    add_skipped_legend(axlist[0], run)
     fig.suptitle("Completion latency percentiles from fio bins merged "
                  "over all reps", fontsize=10)
     return _save(fig, out_dir, "latency.png")
@@ -609,9 +709,14 @@ def plot_main_ratio(run, res, out_dir):
     comps = [c for c in res["comparisons"]
              if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
              and c["status"] == "measured"]
-    if not comps:
-        return None
     plt = _plt()
+    if not comps:
+        # the plot still exists, and says why it has no points
+        reason = next((c["reason"] for c in res["comparisons"]
+                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)), "no data")
+        return _text_figure(out_dir, "ratio_extent_inode.png",
+                            f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
+                            "CI: not measured", reason.replace("; ", "\n"))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, goal, title in (
             (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
@@ -675,19 +780,64 @@ def _bucket_label(b, unit_ns):
     return fmt_count(lo)
 
 
-def plot_bpftrace_hists(profiles, out_dir, colors):
-    """One PNG per bpftrace histogram name, arms side by side."""
-    names = sorted({n for e in profiles.values()
-                    for n in e.get("bpftrace", {}).get("hists", {})})
+# Histograms the report always shows (the issue's "lookup and derivation
+# histograms"), with a placeholder that says why when no arm has events.
+REQUIRED_HISTS = (("@lookup_ns", "extent-info lookup latency"),
+                  ("@derive_ns", "key derivation latency"))
+
+
+def _text_figure(out_dir, fname, title, text):
+    """A figure that only says why it has no data (wrapped, centered)."""
+    import textwrap
+    plt = _plt()
+    lines = [title, ""] + [w for para in text.split("\n")
+                           for w in textwrap.wrap(para, 100) or [""]]
+    fig = plt.figure(figsize=(9, 0.25 * len(lines) + 0.8))
+    fig.text(0.5, 0.5, "\n".join(lines), ha="center", va="center",
+             fontsize=9)
+    fig.savefig(os.path.join(out_dir, fname), dpi=110)
+    plt.close(fig)
+    return fname
+
+
+def _hist_placeholder(plt, out_dir, fname, name, what, text):
+    return _text_figure(out_dir, fname,
+                        f"bpftrace {name} ({what}): no events", text)
+
+
+def plot_bpftrace_hists(run, profiles, out_dir, colors):
+    """One PNG per bpftrace histogram name, arms side by side; the lookup
+    and derivation histograms always, with skipped arms named."""
+    found = {n for e in profiles.values()
+             for n in e.get("bpftrace", {}).get("hists", {})}
+    required = dict(REQUIRED_HISTS)
+    names = [n for n, _ in REQUIRED_HISTS] + sorted(found - set(required))
     out = []
     plt = _plt()
-    for name in names[:12]:
+    for name in names[:14]:
+        fname = "bpftrace_" + re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                                     name.lstrip("@")).strip("_") + ".png"
         per_arm = {a: e["bpftrace"]["hists"][name]
                    for a, e in profiles.items()
-                   if name in e.get("bpftrace", {}).get("hists", {})}
+                   if name in e.get("bpftrace", {}).get("hists", {})
+                   and hist_total(e["bpftrace"]["hists"][name]) > 0}
         keys = sorted({(b.get("min") if b.get("min") is not None else -1)
                        for bs in per_arm.values() for b in bs})
         if not keys:
+            if name not in required:
+                continue
+            quiet = [a for a in run["measured"] if a not in per_arm]
+            lines = []
+            if quiet:
+                lines.append("profiled, no such event: " + ", ".join(quiet))
+            note = skipped_note(run)
+            if note:
+                lines.append(note)
+            if not profiles:
+                lines.append("no profiled repetition in this run")
+            out.append({"name": name, "file": _hist_placeholder(
+                plt, out_dir, fname, name, required[name],
+                "\n".join(lines))})
             continue
         label_of = {}
         for bs in per_arm.values():
@@ -708,29 +858,36 @@ def plot_bpftrace_hists(profiles, out_dir, colors):
         ax.set_xticklabels([label_of[k] for k in keys], rotation=45,
                            ha="right", fontsize=7)
         ax.set_ylabel("count")
-        ax.set_title(f"bpftrace {name} (bucket lower bound)", fontsize=10)
-        ax.legend(fontsize=7)
+        what = f", {required[name]}" if name in required else ""
+        ax.set_title(f"bpftrace {name}{what} (bucket lower bound)",
+                     fontsize=10)
+        add_skipped_legend(ax, run)
         ax.grid(axis="y", alpha=0.3)
-        fname = "bpftrace_" + re.sub(r"[^A-Za-z0-9_.-]+", "_",
-                                     name.lstrip("@")).strip("_") + ".png"
         out.append({"name": name, "file": _save(fig, out_dir, fname)})
     return out
 
 
-def plot_derivations_vs_extents(points, out_dir, colors):
-    """Key derivations (bpftrace) against extent count, one dot per arm."""
+def plot_derivations_vs_extents(run, points, out_dir, colors):
+    """Key derivations (bpftrace) against extent count, one dot per arm;
+    skipped arms in the legend."""
     if not points:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for arm, (ext, der) in points.items():
-        ax.plot(ext, der, "o", color=colors.get(arm), label=arm)
-        ax.annotate(arm, (ext, der), textcoords="offset points",
-                    xytext=(6, 4), fontsize=8)
-    ax.set_xlabel("extents in the test file (median over reps)")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    markers = "osD^v<>p"
+    for i, (arm, (ext, der)) in enumerate(points.items()):
+        # hollow markers of different shapes: arms on one point stay visible
+        ax.plot(ext, der, markers[i % len(markers)], ms=9 + 3 * (i % 3),
+                mfc="none", mew=2, color=colors.get(arm),
+                label=f"{arm}: {der:g} derivations, {ext:g} extents")
+    xmax = max(x for x, _ in points.values())
+    ymax = max(y for _, y in points.values())
+    top_x, top_y = (xmax * 1.15 or 1), (ymax * 1.15 or 1)
+    ax.set_xlim(-0.04 * top_x, top_x)  # room for markers at 0
+    ax.set_ylim(-0.06 * top_y, top_y)
+    add_skipped_legend(ax, run)
+    ax.set_xlabel("extents in the file the profiled rep read")
     ax.set_ylabel("key derivations (bpftrace)")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, "derivations_vs_extents.png")
 
@@ -773,29 +930,47 @@ def plot_slab(slabs, caches, out_dir, colors):
     return _save(fig, out_dir, "slab.png")
 
 
-def plot_scaling(scaling, out_dir, colors):
-    """Throughput vs extent count, absolute and relative to the first."""
+def plot_scaling(run, scaling, out_dir, colors):
+    """Cost against extent count: per read kind, the time per 4 KiB block
+    (median over reps, whiskers min-max) and the same relative to each
+    arm's fewest-extents point, log x; skipped arms in the legend."""
     if not scaling:
         return None
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for arm, pts in scaling.items():
-        xs = [p["extents"] for p in pts]
-        med = [p["summary"]["median"] / MIB for p in pts]
-        lo = [m - p["summary"]["min"] / MIB for m, p in zip(med, pts)]
-        hi = [p["summary"]["max"] / MIB - m for m, p in zip(med, pts)]
-        axes[0].errorbar(xs, med, yerr=[lo, hi], fmt="o-", capsize=3,
-                         color=colors.get(arm), label=arm)
-        axes[1].plot(xs, [m / med[0] for m in med], "o-",
-                     color=colors.get(arm), label=arm)
-    axes[0].set_ylabel("throughput, MiB/s (median, min-max)")
-    axes[1].set_ylabel("relative to the fewest-extents point")
-    for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel("extents in the file (log)")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-    fig.suptitle("Cost vs extent count", fontsize=10)
+    reads = scaling["reads"]
+    fig, axes = plt.subplots(len(reads), 2, figsize=(11, 3.8 * len(reads)),
+                             squeeze=False)
+    for row, (kind, arms) in zip(axes, sorted(reads.items())):
+        for arm, pts in arms.items():
+            xs = [p["extents"] for p in pts]
+            c = [p["cost_us_per_4k"] for p in pts]
+            med = [x["median"] for x in c]
+            row[0].errorbar(xs, med, yerr=[[m - x["min"] for m, x in
+                                            zip(med, c)],
+                                           [x["max"] - m for m, x in
+                                            zip(med, c)]],
+                            fmt="o-", capsize=3, color=colors.get(arm),
+                            label=arm)
+            row[1].plot(xs, [m / med[0] for m in med], "o-",
+                        color=colors.get(arm), label=arm)
+        row[0].set_ylabel("µs per 4 KiB block read\n(median, min-max)")
+        row[1].set_ylabel("relative to the arm's\nfewest-extents point")
+        row[1].axhline(1.0, color="gray", lw=1)
+        ticks = sorted({p.get("nominal", p["extents"]) for pts in
+                        arms.values() for p in pts})
+        for ax in row:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+            ax.minorticks_off()
+            ax.set_xlabel("extents in the file (FIEMAP; ticks: promised "
+                          "counts; log)")
+            ax.set_title(kind, fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+        add_skipped_legend(row[0], run)
+        row[1].legend(fontsize=7)
+    fig.suptitle("Cost against extent count (lower is cheaper)",
+                 fontsize=10)
     return _save(fig, out_dir, "scaling.png")
 
 
@@ -806,10 +981,9 @@ def plot_order(run, out_dir, colors):
         return None
     plt = _plt()
     phases = run["phases"]
-    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.5),
-                             squeeze=False)
+    fig, axlist = _phase_grid(plt, len(phases), 3.5)
     seen = False
-    for ax, phase in zip(axes[0], phases):
+    for ax, phase in zip(axlist, phases):
         labelled = set()
         for pos, item in enumerate(order):
             if not (isinstance(item, list) and len(item) == 2):
@@ -829,7 +1003,7 @@ def plot_order(run, out_dir, colors):
     if not seen:
         plt.close(fig)
         return None
-    axes[0][0].legend(fontsize=7)
+    add_skipped_legend(axlist[0], run)
     fig.suptitle("Throughput in run order (drift check)", fontsize=10)
     return _save(fig, out_dir, "run_order.png")
 
@@ -1076,6 +1250,7 @@ def section_run(doc, run):
     doc.h(2, "Run")
     rows = [
         ("workload", meta.get("workload")),
+        ("what it does", meta.get("description")),
         ("date", meta.get("date")),
         ("reps per arm", meta.get("reps")),
         ("phases", ", ".join(run["phases"])),
@@ -1106,7 +1281,9 @@ def section_run(doc, run):
     jobs = meta.get("jobfiles") or {}
     if jobs:
         for name in sorted(jobs):
-            doc.code(f"fio job file {name}", str(jobs[name]))
+            kind = "fio job file" if name.endswith(".fio") else \
+                "workload file"
+            doc.code(f"{kind} {name}", str(jobs[name]))
     else:
         doc.p("fio job files: not recorded in meta.json.")
 
@@ -1253,10 +1430,10 @@ def section_comparisons(doc, run, res, plots):
               [mw_footnote(na, nb) for na, nb in sorted(small)])
     doc.ul(f"`{a}/{b}`: {label}" for a, b, label in COMPARISONS)
     doc.h(3, f"{MAIN_A} / {MAIN_B}")
-    if plots.get("ratio"):
+    main = [c for c in res["comparisons"]
+            if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
+    if any(c["status"] == "measured" for c in main):
         doc.img(plots["ratio"], "per-extent / per-inode ratios")
-        main = [c for c in res["comparisons"]
-                if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
         rows = []
         for c in main:
             if c["status"] != "measured":
@@ -1273,13 +1450,45 @@ def section_comparisons(doc, run, res, plots):
         reason = next((c["reason"] for c in res["comparisons"]
                        if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
                        and c["status"] != "measured"), "no data")
-        doc.p(f"**Not measured: {reason}.** No ratio plot.")
+        doc.p(f"**Not measured: {reason}.**")
+        if plots.get("ratio"):
+            doc.img(plots["ratio"], "per-extent / per-inode ratio: not "
+                    "measured")
     if plots.get("comparisons"):
         doc.img(plots["comparisons"], "all comparisons")
 
 
 def section_fragmentation(doc, res):
-    doc.h(2, "Fragmentation of the test file")
+    doc.h(2, "Fragmentation of the test files")
+    checks = [c for c in res["meta"].get("extent_checks") or []
+              if isinstance(c, dict)]
+    if checks:
+        doc.p("FIEMAP counts, checked in the guest before any measurement "
+              "of every file the workload promises something about (a "
+              "broken promise fails the run). Shared = extents flagged "
+              "FIEMAP_EXTENT_SHARED.")
+        rows = {}
+        for c in checks:
+            key = (c.get("arm"), c.get("label"))
+            promise = ", ".join(
+                x for x in (f"≥ {c['min']}" if c.get("min") is not None
+                            else "", f"≤ {c['max']}" if c.get("max")
+                            is not None else "",
+                            f"shared ≥ {c['min_shared']}"
+                            if c.get("min_shared") else "") if x) or "-"
+            r = rows.setdefault(key, {"extents": [], "shared": [],
+                                      "promise": promise,
+                                      "path": c.get("path", "")})
+            r["extents"].append(f"{c.get('extents')}"
+                                + (" (profiled)" if c.get("rep") ==
+                                   "profiled" else ""))
+            r["shared"].append(str(c.get("shared", 0)))
+        doc.table(["arm", "file", "extents per rep", "shared extents",
+                   "promise"],
+                  [(a, f"`{lab}`", ", ".join(r["extents"]),
+                    ", ".join(r["shared"]), r["promise"])
+                   for (a, lab), r in rows.items()])
+        return
     ec = res.get("extent_counts")
     if not ec:
         doc.p("Extent counts: not recorded in meta.json.")
@@ -1355,19 +1564,37 @@ def section_profiles(doc, run, res, plots):
         doc.p("perf stat: not collected.")
 
 
-def section_scaling(doc, res, plots):
+def section_scaling(doc, run, res, plots):
     doc.h(2, "Scaling with extent count")
     sc = res.get("scaling")
     if not sc:
-        doc.p("Scaling: not measured (no scaling.json in the run).")
+        doc.p("Scaling: not measured (this run has no KIND-eN phases of the "
+              "scaling workload and no scaling.json).")
         return
-    doc.img(plots["scaling"], "throughput vs extents")
-    rows = [(arm, p["extents"], p["summary"]["n"],
-             fmt_mib(p["summary"]["median"]), fmt_mib(p["summary"]["min"]),
-             fmt_mib(p["summary"]["max"]))
-            for arm, pts in sc.items() for p in pts]
-    doc.table(["arm", "extents", "n", "median MiB/s", "min", "max"], rows,
-              ["raw data: `scaling.json`"])
+    doc.p("The same read over files of growing extent counts. Cost = time "
+          "per 4 KiB block read = 4096 / throughput; x = the file's extent "
+          "count from FIEMAP (median over reps).")
+    if plots.get("scaling"):
+        doc.img(plots["scaling"], "cost against extent count")
+    rows = []
+    for kind, arms in sorted(sc["reads"].items()):
+        for arm, pts in arms.items():
+            base = pts[0]["cost_us_per_4k"]["median"]
+            for p in pts:
+                c = p["cost_us_per_4k"]
+                rows.append((kind, arm, p.get("nominal", ""),
+                             f"{p['extents']:g}", p["summary"]["n"],
+                             fmt_mib(p["summary"]["median"]),
+                             f"{c['median']:.1f}",
+                             f"{c['min']:.1f}-{c['max']:.1f}",
+                             f"{c['median'] / base:.3f}"))
+    for arm, why in run["not_measured"].items():
+        rows.append(("all", arm, "", "", 0, f"skipped: {why}", "", "", ""))
+    src = ("`raw/<arm>/rep<N>/<kind>-e<N>.json`" if sc["source"] == "phases"
+           else "`scaling.json`")
+    doc.table(["read", "arm", "promised extents", "extents (FIEMAP)", "n",
+               "median MiB/s", "µs per 4 KiB (median)", "min-max",
+               "relative to fewest"], rows, [f"raw data: {src}"])
 
 
 def section_tail(doc, run, res, threshold, plots):
@@ -1402,6 +1629,271 @@ def section_tail(doc, run, res, threshold, plots):
     ])
 
 
+# ------------------------------------------- memory and flame graphs
+
+# The slab caches of the key objects: per-extent infos (patch 0003's
+# KMEM_CACHE(fscrypt_extent_info)) and per-inode fscrypt infos. The bench
+# boots with slab_nomerge, so each has its own line in /proc/slabinfo.
+MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_info")
+
+
+def profiled_extents(run, arm):
+    """Extents of the file the profiled rep read (largest count checked)."""
+    pe = (run["meta"].get("profiled_extent_counts") or {}).get(arm) or {}
+    vals = [v for v in pe.values() if isinstance(v, (int, float))]
+    return max(vals) if vals else None
+
+
+def memory_analysis(run, prof):
+    """Per arm and cache: slab objects before and after the profiled read.
+
+    bytes = active objects x object size; held = allocated objects x size
+    (what the slab keeps); per_extent = (after - before) bytes / extents of
+    the file read. Skipped arms and arms without a snapshot say so.
+    """
+    out = {}
+    for arm in run["arms"]:
+        if arm in run["not_measured"]:
+            out[arm] = {"status": "skipped",
+                        "reason": run["not_measured"][arm]}
+            continue
+        e = (prof or {}).get(arm) or {}
+        if "slab" not in e:
+            out[arm] = {"status": "not collected"}
+            continue
+        ext = profiled_extents(run, arm)
+        caches = {}
+        for c in MEMORY_CACHES:
+            after = e["slab"].get(c)
+            if after is None:
+                caches[c] = {"status": "absent",
+                             "reason": "no such slab cache in this kernel"}
+                continue
+            before = (e.get("slab_before") or {}).get(c)
+            size = after["objsize"]
+            d = {"status": "measured", "objsize": size,
+                 "active_after": after["active_objs"],
+                 "num_after": after["num_objs"],
+                 "bytes_after": after["active_objs"] * size,
+                 "held_after": after["num_objs"] * size,
+                 "active_before": before["active_objs"] if before else None}
+            if before:
+                delta = after["active_objs"] - before["active_objs"]
+                d["delta_objs"] = delta
+                d["delta_bytes"] = delta * size
+                d["bytes_per_extent"] = (delta * size / ext
+                                         if ext else None)
+            caches[c] = d
+        out[arm] = {"status": "measured", "extents": ext, "caches": caches}
+    return out
+
+
+def plot_memory(run, mem, out_dir, colors):
+    """KiB of each key-object cache per arm after the read (bar) and
+    before it (black tick); skipped arms and absent caches labelled."""
+    if not mem or not any(m["status"] == "measured" for m in mem.values()):
+        return None
+    plt = _plt()
+    arms = list(mem)
+    fig, axes = plt.subplots(1, len(MEMORY_CACHES),
+                             figsize=(5 * len(MEMORY_CACHES), 4),
+                             squeeze=False)
+    for ax, cache in zip(axes[0], MEMORY_CACHES):
+        for i, arm in enumerate(arms):
+            m = mem[arm]
+            c = (m.get("caches") or {}).get(cache)
+            if m["status"] != "measured" or c["status"] != "measured":
+                label = ("skipped" if m["status"] == "skipped" else
+                         "not profiled" if m["status"] != "measured"
+                         else "cache absent")
+                ax.text(i, 0.03, label, rotation=90, ha="center",
+                        va="bottom", fontsize=9, color="gray",
+                        transform=ax.get_xaxis_transform())
+                continue
+            kib = c["bytes_after"] / 1024
+            ax.bar(i, kib, color=colors.get(arm), alpha=0.8)
+            ax.annotate(f"{c['active_after']} objs", (i, kib),
+                        textcoords="offset points", xytext=(0, 3),
+                        ha="center", fontsize=7)
+            if c.get("active_before") is not None:
+                ax.plot([i - 0.35, i + 0.35],
+                        [c["active_before"] * c["objsize"] / 1024] * 2,
+                        color="black", lw=2)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"slab cache {cache}", fontsize=10)
+        ax.set_ylabel("KiB in use (active objects x size)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Key-object memory after the profiled read (bar) and "
+                 "before it, after dropping caches (black line)",
+                 fontsize=10)
+    return _save(fig, out_dir, "memory.png")
+
+
+def flame_pair(flames):
+    """(target, base, is_main) for the differential flame graph: the main
+    comparison when both arms were profiled, else the first comparison of
+    COMPARISONS whose arms both were, else the first two profiled arms in
+    display order; None with fewer than two profiled arms."""
+    for a, b, _ in COMPARISONS:
+        if a in flames and b in flames and flames[a]["busy_samples"] and \
+                flames[b]["busy_samples"]:
+            return a, b, (a, b) == (MAIN_A, MAIN_B)
+    # no comparison of the report has both arms: any two profiled arms
+    names = [a for a in arm_order(flames) if flames[a]["busy_samples"]]
+    if len(names) >= 2:
+        return names[0], names[1], False
+    return None
+
+
+def make_flames(run, prof, out_dir):
+    """Folded stacks and flame graph SVGs per arm, and the differential one.
+
+    Writes flame/<arm>.folded (every sample, idle included), flame-<arm>.svg
+    (idle excluded), and flame-diff-<A>-vs-<B>.svg with a table of the
+    functions whose share changed most."""
+    out = {"arms": {}, "diff": None}
+    if not prof:
+        return out
+    phase = run["meta"].get("profile_phase") or "the profiled phase"
+    for arm, e in prof.items():
+        if "folded" not in e:
+            continue
+        os.makedirs(os.path.join(out_dir, "flame"), exist_ok=True)
+        folded_rel = f"flame/{arm}.folded"
+        with open(os.path.join(out_dir, folded_rel), "w",
+                  encoding="utf-8") as f:
+            f.write(F.format_folded(e["folded"]))
+        busy, idle = F.split_idle(e["folded"])
+        n = sum(busy.values())
+        svg_rel = f"flame-{arm}.svg"
+        with open(os.path.join(out_dir, svg_rel), "w", encoding="utf-8") as f:
+            f.write(F.flame_svg(
+                busy, f"{arm}: perf record -g, {phase}",
+                f"{n} samples at 499 Hz on all CPUs; {idle} idle (swapper) "
+                "samples left out"))
+        out["arms"][arm] = {"svg": svg_rel, "folded": folded_rel,
+                            "busy_samples": n, "idle_samples": idle,
+                            "_busy": busy}
+    pair = flame_pair(out["arms"])
+    if pair:
+        a, b, main = pair
+        ta, tb = out["arms"][a]["_busy"], out["arms"][b]["_busy"]
+        why = (f"{MAIN_A} and {MAIN_B} were not both profiled"
+               + (f"; {skipped_note(run, (MAIN_A, MAIN_B))}"
+                  if skipped_note(run, (MAIN_A, MAIN_B)) else ""))
+        label = (f"{a} against {b}" if main else
+                 f"{a} against {b} (NOT the main comparison: {why})")
+        rel = f"flame-diff-{a}-vs-{b}.svg"
+        with open(os.path.join(out_dir, rel), "w", encoding="utf-8") as f:
+            f.write(F.diff_flame_svg(
+                ta, tb, f"Differential flame graph: {a} against {b}"
+                + ("" if main else " (NOT the main comparison)"),
+                f"{phase}" + ("" if main else f"; {why}")))
+        out["diff"] = {"target": a, "base": b, "main": main, "label": label,
+                       "why_not_main": None if main else why,
+                       "svg": rel, "top": F.frame_deltas(ta, tb)[:15]}
+    for v in out["arms"].values():
+        v.pop("_busy")
+    return out
+
+
+def section_memory(doc, run, res, plots):
+    doc.h(2, "Memory of the key objects")
+    mem = res.get("memory") or {}
+    doc.p("Slab caches `fscrypt_extent_info` (per-extent key objects) and "
+          "`fscrypt_info` (per-inode fscrypt infos), from `/proc/slabinfo` "
+          "in the profiled repetition: before the read phase (after "
+          "dropping caches) and right after it, while the file's inode is "
+          "still cached. Objects are active objects; KiB = active objects x "
+          "object size; per extent = the growth in bytes / extents of the "
+          "file read. SLUB counts every object of the per-CPU slabs as "
+          "active, so these counts move in whole slabs (32 objects of 128 "
+          "bytes): a change smaller than a slab is noise; thousands of "
+          "per-extent objects are not.")
+    if plots.get("memory"):
+        doc.img(plots["memory"], "key-object memory")
+    rows = []
+    for arm, m in mem.items():
+        if m["status"] != "measured":
+            why = m.get("reason", "")
+            rows.append((arm, "-", f"{m['status']}" + (f": {why}" if why
+                                                       else ""),
+                         "", "", "", "", ""))
+            continue
+        for cache, c in m["caches"].items():
+            if c["status"] != "measured":
+                rows.append((arm, f"`{cache}`", f"absent: {c['reason']}",
+                             "", "", "", "", ""))
+                continue
+            ab = c.get("active_before")
+            ppe = c.get("bytes_per_extent")
+            rows.append((arm, f"`{cache}`",
+                         "n/a" if ab is None else ab, c["active_after"],
+                         "n/a" if c.get("delta_objs") is None
+                         else f"{c['delta_objs']:+d}",
+                         c["objsize"], f"{c['bytes_after'] / 1024:.1f}",
+                         "n/a" if ppe is None else f"{ppe:.2f}"))
+    doc.table(["arm", "cache", "objects before read", "objects after read",
+               "change", "object size, B", "KiB after", "bytes per extent"],
+              rows, ["raw data: `profiles/<arm>/slab-before.txt` and "
+                     "`profiles/<arm>/slab.txt`; extents read: "
+                     + (", ".join(f"{a} {m['extents']}" for a, m in
+                                  mem.items() if m.get("extents"))
+                        or "not recorded")])
+
+
+def section_flames(doc, run, res):
+    doc.h(2, "Flame graphs")
+    fl = res.get("flames") or {}
+    doc.p("`perf record -e cpu-clock -F 499 -g -a` around the profiled "
+          "phase (a separate pass from the bpftrace one), `perf script` "
+          "in the guest, folded and drawn here (reports/flame.py): the "
+          "width of a frame is its share of the non-idle samples; the "
+          "process name is the bottom frame.")
+    arms = fl.get("arms") or {}
+    rows = []
+    for arm in run["arms"]:
+        if arm in arms:
+            a = arms[arm]
+            rows.append((arm, f"[{a['svg']}]({a['svg']})",
+                         f"[{a['folded']}]({a['folded']})",
+                         a["busy_samples"], a["idle_samples"]))
+        elif arm in run["not_measured"]:
+            rows.append((arm, f"skipped: {run['not_measured'][arm]}", "",
+                         "", ""))
+        else:
+            rows.append((arm, "not collected", "", "", ""))
+    doc.table(["arm", "flame graph", "folded stacks", "samples",
+               "idle samples (left out)"], rows)
+    d = fl.get("diff")
+    doc.h(3, "Differential flame graph")
+    if not d:
+        doc.p("Not drawn: fewer than two arms were profiled "
+              "(skipped arms have no profile).")
+        return
+    if not d["main"]:
+        doc.note(f"**This is {d['target']} against {d['base']}, not "
+                 f"{MAIN_A} against {MAIN_B}**: {d['why_not_main']}.")
+    doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
+          f"each frame colored by how its share of samples changed from "
+          f"{d['base']} (red larger, blue smaller). Functions whose share "
+          "as the leaf (self) changed most (hover over a frame in the "
+          "SVG, opened on its own, for its numbers):")
+    doc.img(d["svg"], f"differential flame graph, {d['target']} against "
+            f"{d['base']}")
+    doc.table(["function", f"self % {d['target']}", f"self % {d['base']}",
+               "change, points", f"incl. % {d['target']}",
+               f"incl. % {d['base']}"],
+              [(f"`{r['function']}`", f"{100 * r['self_target']:.2f}",
+                f"{100 * r['self_base']:.2f}",
+                f"{100 * r['self_delta']:+.2f}",
+                f"{100 * r['incl_target']:.2f}",
+                f"{100 * r['incl_base']:.2f}") for r in d["top"]])
+
+
 # ------------------------------------------------------------- driver
 
 def analyze(run, threshold):
@@ -1432,15 +1924,27 @@ def analyze(run, threshold):
     res["verdicts"] = verdicts(run, res["comparisons"])
     res["extent_counts"] = extent_check(run)
     prof = load_profiles(run)
+    # folded stacks stay out of results.json (they are written beside it)
+    run["folded"] = {a: e.pop("folded") for a, e in (prof or {}).items()
+                     if "folded" in e}
     res["profiles"] = prof
     der = {}
-    if prof and res["extent_counts"]:
+    if prof:
         for arm, e in prof.items():
             n = derivation_count(e["bpftrace"]) if "bpftrace" in e else None
-            ext = res["extent_counts"]["arms"].get(arm)
-            if n is not None and ext and isnum(ext["median"]):
-                der[arm] = (ext["median"], n)
+            if n is None and e.get("bpftrace", {}).get("maps") and \
+                    not run["arms"].get(arm, {}).get("encrypted", True):
+                n = 0  # an unencrypted arm traced fine and derived nothing
+            # the extents of the file the profiled rep read, else the timed
+            # reps' median (older runs)
+            x = profiled_extents(run, arm)
+            if x is None and res["extent_counts"]:
+                ext = res["extent_counts"]["arms"].get(arm)
+                x = ext["median"] if ext and isnum(ext["median"]) else None
+            if n is not None and x is not None:
+                der[arm] = (x, n)
     res["derivations_vs_extents"] = der
+    res["memory"] = memory_analysis(run, prof)
     slabs = {a: e["slab"] for a, e in (prof or {}).items() if "slab" in e}
     res["slab_caches"] = slab_selection(slabs) if slabs else []
     res["scaling"] = load_scaling(run)
@@ -1458,13 +1962,19 @@ def make_plots(run, res, out_dir):
         "order": plot_order(run, out_dir, colors),
     }
     prof = res.get("profiles") or {}
-    plots["bpftrace"] = plot_bpftrace_hists(prof, out_dir, colors)
+    plots["bpftrace"] = plot_bpftrace_hists(run, prof, out_dir, colors)
     plots["derivations"] = plot_derivations_vs_extents(
-        res["derivations_vs_extents"], out_dir, colors)
+        run, res["derivations_vs_extents"], out_dir, colors)
     plots["slab"] = plot_slab({a: e["slab"] for a, e in prof.items()
                                if "slab" in e}, res["slab_caches"],
                               out_dir, colors)
-    plots["scaling"] = plot_scaling(res["scaling"], out_dir, colors)
+    plots["scaling"] = plot_scaling(run, res["scaling"], out_dir, colors)
+    plots["memory"] = plot_memory(run, res["memory"], out_dir, colors)
+    for arm, folded in run.get("folded", {}).items():
+        prof.setdefault(arm, {})["folded"] = folded
+    res["flames"] = make_flames(run, prof, out_dir)
+    for e in prof.values():
+        e.pop("folded", None)
     return plots
 
 
@@ -1479,7 +1989,9 @@ def build_doc(run, res, threshold, plots):
     section_comparisons(doc, run, res, plots)
     section_fragmentation(doc, res)
     section_profiles(doc, run, res, plots)
-    section_scaling(doc, res, plots)
+    section_memory(doc, run, res, plots)
+    section_flames(doc, run, res)
+    section_scaling(doc, run, res, plots)
     section_tail(doc, run, res, threshold, plots)
     return doc
 
@@ -1513,10 +2025,24 @@ def copy_sources(run_dir, out_dir):
             shutil.copyfile(src, os.path.join(out_dir, name))
 
 
+def remove_old_outputs(out_dir):
+    """Remove the plots and flame graphs an earlier report left in out_dir
+    (reports/<date>-<workload> is reused by a second run on the same day,
+    whose report might not draw them all)."""
+    for name in os.listdir(out_dir):
+        path = os.path.join(out_dir, name)
+        if os.path.isfile(path) and (name.endswith(".png") or
+                                     re.fullmatch(r"flame-.*\.svg", name)):
+            os.remove(path)
+    if os.path.isdir(os.path.join(out_dir, "flame")):
+        shutil.rmtree(os.path.join(out_dir, "flame"))
+
+
 def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
     """Write the whole report; return the results dict."""
     run = load_run(run_dir)
     os.makedirs(out_dir, exist_ok=True)
+    remove_old_outputs(out_dir)
     res = analyze(run, threshold)
     plots = make_plots(run, res, out_dir)
     res["plots"] = plots

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Host-side test of the benchmark workloads (bench/workloads/*), without a
+# VM: each workload's configuration and hooks are loaded the way
+# bench/guest-bench.sh loads them, and checked:
+#   - every workload has phases, and every phase has a fio job file
+#     (PHASE.fio or KIND.fio), as has prep;
+#   - its FIEMAP promises are well-formed lines (label path min max shared);
+#   - known answers: the scaling points for a few budgets, the phases and
+#     profile phase they give, the files the shared workload's phases read,
+#     and what each promises.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+same() { # name got want
+	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'"; fi
+}
+
+# Load a workload as guest-bench.sh does (its default hooks, then the
+# workload's), in a subshell, and run "$@" there.
+in_workload() { # workload command...
+	local w=$1
+	shift
+	(
+		WORKLOAD=$w
+		eval "$(sed -n '/^# ---- workload hooks/,/^# ---- bookkeeping/p' "$top/bench/guest-bench.sh" |
+			sed '/^\[ -f "\$wl\/hooks.sh" \]/d; /^if \[ "\${1:-}" = --phase \]/,/^fi$/d')"
+		wl=$top/bench/workloads/$w
+		. "$wl/workload.conf"
+		FILE=${FILE:-frag}
+		MIN_EXTENTS=${MIN_EXTENTS:-1}
+		MAX_EXTENTS=${MAX_EXTENTS:-}
+		PROFILE_PHASE=${PROFILE_PHASE:-randread}
+		# shellcheck disable=SC1091
+		[ -f "$wl/hooks.sh" ] && . "$wl/hooks.sh"
+		"$@"
+	)
+}
+
+echo "== every workload"
+for d in "$top"/bench/workloads/*/; do
+	w=$(basename "$d")
+	[ -f "$d/workload.conf" ] || continue
+	phases=$(in_workload "$w" wl_phases)
+	if [ -n "$phases" ]; then ok "$w: phases: $phases"; else bad "$w: no phases"; fi
+	[ -f "$d/prep.fio" ] && ok "$w: prep.fio" || bad "$w: no prep.fio"
+	for p in $phases $(in_workload "$w" wl_profile_phase); do
+		if [ -f "$d/$p.fio" ] || [ -f "$d/${p%%-*}.fio" ]; then :; else bad "$w: phase $p has no job file"; fi
+	done
+	# shellcheck disable=SC2086
+	checks=$(in_workload "$w" wl_checks /m $phases)
+	if [ -n "$checks" ] && echo "$checks" | awk 'NF != 5 || $3 !~ /^[0-9]+$/ || ($4 != "-" && $4 !~ /^[0-9]+$/) || $5 !~ /^[0-9]+$/ { exit 1 }'; then
+		ok "$w: FIEMAP promises well-formed ($(echo "$checks" | wc -l) files)"
+	else
+		bad "$w: FIEMAP promises: '$checks'"
+	fi
+done
+
+echo "== scaling"
+same "scaling: default points" "$(in_workload scaling scale_points | paste -sd' ' -)" "1024 2048 4096 8192"
+same "scaling: SCALE_BUDGET=32768" "$(SCALE_BUDGET=32768 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048 4096 8192 16384"
+same "scaling: SCALE_BUDGET=3072" "$(SCALE_BUDGET=3072 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048"
+same "scaling: budget below one point gives no phases" "$(SCALE_BUDGET=1000 in_workload scaling wl_phases 2>/dev/null)" ""
+same "scaling: phases" "$(SCALE_BUDGET=3072 in_workload scaling wl_phases | xargs)" \
+	"seqread-e1024 seqread-e2048 randread-e1024 randread-e2048"
+same "scaling: profile phase is the largest file's sequential read" "$(in_workload scaling wl_profile_phase)" "seqread-e8192"
+same "scaling: profiled prep checks only that file" "$(in_workload scaling wl_checks /m seqread-e8192)" "e8192 /m/bench/frag-e8192 8192 - 0"
+same "scaling: target" "$(in_workload scaling wl_target /m randread-e4096)" "/m/bench/frag-e4096"
+# one file size at every point (8192 x 17/16 blocks), chunks of 8192/N blocks
+same "scaling: layout of the fewest-extents point" "$(in_workload scaling point_layout 1024)" "34816k 32k"
+same "scaling: layout of the largest point" "$(in_workload scaling point_layout 8192)" "34816k 4k"
+same "scaling: layout with SCALE_BUDGET=3072" "$(SCALE_BUDGET=3072 in_workload scaling point_layout 1024)" "8704k 8k"
+
+echo "== shared"
+same "shared: targets" "$(for p in seqread-orig randread-reflink seqread-snapshot; do in_workload shared wl_target /m $p; done | xargs)" \
+	"/m/bench/orig /m/bench/reflink /m/snap/bench/orig"
+same "shared: every side promises 8192 extents, all shared" "$(in_workload shared wl_checks /m | awk '{print $1, $3, $4, $5}' | xargs)" \
+	"orig 8192 - 8192 reflink 8192 - 8192 snapshot 8192 - 8192"
+
+echo "== sequential and fragmented"
+same "sequential: at most 64 extents" "$(in_workload sequential wl_checks /m)" "seq /m/bench/seq 1 64 0"
+same "fragmented: at least 16384 extents" "$(in_workload fragmented wl_checks /m)" "frag /m/bench/frag 16384 - 0"
+same "fragmented: MIN_EXTENTS override" "$(MIN_EXTENTS=100 in_workload fragmented wl_checks /m)" "frag /m/bench/frag 100 - 0"
+
+if [ "$fails" = 0 ]; then
+	echo "bench-workloads: all passed"
+else
+	echo "bench-workloads: $fails failed"
+	exit 1
+fi
