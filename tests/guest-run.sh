@@ -12,6 +12,9 @@ export SCRATCH_MNT2=/mnt/scratch2 PATH=/job/tests/bin:$PATH
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 mkdir -p "$RESULTS/tests" "$SCRATCH_MNT" "$SCRATCH_MNT2"
 : >"$RESULTS/tests.tsv"
+# The boot log, with the KUnit results, before the tests can push it out
+# of the kernel's ring buffer.
+dmesg >"$RESULTS/dmesg-boot.txt"
 
 only=${LAB_ARGS:-}	# optional comma-separated list of tests to run
 for t in /job/tests/bin/*; do
@@ -39,7 +42,7 @@ dmesg >"$RESULTS/dmesg.txt"
 
 # KUnit suites built into the kernel ran at boot; their KTAP results are in
 # the kernel log. One line per test case, as kunit/<suite>/<case>.
-sed 's/^\[[ 0-9.]*\] //' "$RESULTS/dmesg.txt" | awk -v out="$RESULTS" '
+sed 's/^\[[ 0-9.]*\] //' "$RESULTS/dmesg-boot.txt" | awk -v out="$RESULTS" '
 	/^    # Subtest: / { suite = $3; next }
 	suite != "" && /^    (not )?ok [0-9]+ / {
 		status = ($1 == "not") ? "FAIL" : "PASS"
