@@ -1,5 +1,5 @@
 #!/bin/bash
-# Entry point of `make bench WORKLOAD=NAME [REPS=5] [ARMS="a b"] [PROFILE=1]`.
+# Entry point of `make bench WORKLOAD=NAME [REPS=5] [ARMS="a b" or a,b] [PROFILE=1]`.
 #
 # Boots the perf kernel once and runs the workload's arms interleaved
 # (A B C A B C ...), REPS timed repetitions each, plus one profiled
@@ -13,6 +13,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 workload=${1:-}
 REPS=${REPS:-5}
 ARMS=${ARMS:-$ALL_ARMS}
+ARMS=${ARMS//,/ }	# "a,b" and "a b" both work
 PROFILE=${PROFILE:-1}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
 die() { echo "bench: error: $*" >&2; exit 2; }
