@@ -515,6 +515,24 @@ static void test_snapshot_and_nokey(void)
 	CHECK(!exists(p), "the long name unlinked without the key came back");
 	PATHF(p, "%s/enc/%s", snap, lname);
 	CHECK_FILE_EQUALS(p, data, 10);
+
+	/* the _ALL_USERS variant removes it too, and the names go again */
+	fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	if (CHECK_OK(fd, "open %s", mnt)) {
+		struct fscrypt_remove_key_arg rm = { 0 };
+
+		rm.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
+		memcpy(rm.key_spec.u.identifier, key_id, sizeof(key_id));
+		CHECK_OK(ioctl(fd, FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &rm),
+			 "FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS");
+		CHECK(rm.removal_status_flags == 0,
+		      "_ALL_USERS removal flags 0x%x", rm.removal_status_flags);
+		close(fd);
+		CHECK(lab_key_status(mnt, key_id) == FSCRYPT_KEY_STATUS_ABSENT,
+		      "key status after _ALL_USERS removal is not ABSENT");
+		drop_caches();
+		CHECK(!exists(f), "%s visible after _ALL_USERS removal", f);
+	}
 out:
 	free(data);
 }
