@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Scratch filesystems ready for fscrypt; see fscrypt_fs.h. */
 #include "fscrypt_fs.h"
+#include "fscrypt_util.h"
 #include "lab.h"
 
 #include <fcntl.h>
@@ -46,21 +47,6 @@ void lab_random_hex(char *out, size_t len)
 	free(tmp);
 }
 
-/* ioctl on an O_RDONLY fd of @path, keeping the ioctl's errno. */
-static int ioctl_on(const char *path, unsigned long cmd, void *arg)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int ret, e;
-
-	if (fd < 0)
-		return -1;
-	ret = ioctl(fd, cmd, arg);
-	e = errno;
-	close(fd);
-	errno = e;
-	return ret < 0 ? -1 : 0;
-}
-
 int lab_add_raw_key(const char *path, const uint8_t *key, size_t keylen,
 		    uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE])
 {
@@ -78,7 +64,7 @@ int lab_add_raw_key(const char *path, const uint8_t *key, size_t keylen,
 	k.arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
 	k.arg.raw_size = (uint32_t)keylen;
 	memcpy(k.raw, key, keylen);
-	ret = ioctl_on(path, FS_IOC_ADD_ENCRYPTION_KEY, &k.arg);
+	ret = lab_ioctl_path(path, FS_IOC_ADD_ENCRYPTION_KEY, &k.arg);
 	e = errno;
 	if (ret == 0)
 		memcpy(id, k.arg.key_spec.u.identifier, FSCRYPT_KEY_IDENTIFIER_SIZE);
@@ -89,7 +75,7 @@ int lab_add_raw_key(const char *path, const uint8_t *key, size_t keylen,
 
 int lab_get_nonce(const char *path, uint8_t nonce[16])
 {
-	return ioctl_on(path, FS_IOC_GET_ENCRYPTION_NONCE, nonce);
+	return lab_ioctl_path(path, FS_IOC_GET_ENCRYPTION_NONCE, nonce);
 }
 
 /* "a,b" of the non-NULL ones into @out; NULL if both are NULL. */

@@ -13,10 +13,9 @@ void lab_master_key(uint8_t key[LAB_MASTER_KEY_SIZE], uint32_t seed)
 	fill_pattern(key, LAB_MASTER_KEY_SIZE, seed);
 }
 
-/* ioctl(@cmd, @arg) on an O_RDONLY fd of @path, keeping the ioctl's errno. */
-static int ioctl_path(const char *path, unsigned long cmd, void *arg)
+int lab_ioctl_path(const char *path, unsigned long cmd, void *arg)
 {
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int ret, err;
 
 	if (fd < 0)
@@ -41,7 +40,7 @@ int lab_add_key(const char *path, uint32_t seed,
 	k.arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
 	k.arg.raw_size = LAB_MASTER_KEY_SIZE;
 	lab_master_key(k.raw, seed);
-	ret = ioctl_path(path, FS_IOC_ADD_ENCRYPTION_KEY, &k.arg);
+	ret = lab_ioctl_path(path, FS_IOC_ADD_ENCRYPTION_KEY, &k.arg);
 	if (!ret)
 		memcpy(id, k.arg.key_spec.u.identifier, FSCRYPT_KEY_IDENTIFIER_SIZE);
 	memset(k.raw, 0, sizeof(k.raw));
@@ -57,7 +56,7 @@ int lab_remove_key(const char *path, const uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZ
 	memset(&arg, 0, sizeof(arg));
 	arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
 	memcpy(arg.key_spec.u.identifier, id, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	ret = ioctl_path(path, FS_IOC_REMOVE_ENCRYPTION_KEY, &arg);
+	ret = lab_ioctl_path(path, FS_IOC_REMOVE_ENCRYPTION_KEY, &arg);
 	if (!ret && status_flags)
 		*status_flags = arg.removal_status_flags;
 	return ret;
@@ -70,7 +69,7 @@ int lab_get_key_status(const char *path,
 	memset(arg, 0, sizeof(*arg));
 	arg->key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
 	memcpy(arg->key_spec.u.identifier, id, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	return ioctl_path(path, FS_IOC_GET_ENCRYPTION_KEY_STATUS, arg);
+	return lab_ioctl_path(path, FS_IOC_GET_ENCRYPTION_KEY_STATUS, arg);
 }
 
 int lab_key_status(const char *path, const uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE])
@@ -105,12 +104,12 @@ int lab_set_policy_v2(const char *path, const struct fscrypt_policy_v2 *p)
 {
 	struct fscrypt_policy_v2 copy = *p;
 
-	return ioctl_path(path, FS_IOC_SET_ENCRYPTION_POLICY, &copy);
+	return lab_ioctl_path(path, FS_IOC_SET_ENCRYPTION_POLICY, &copy);
 }
 
 int lab_get_policy_ex(const char *path, struct fscrypt_get_policy_ex_arg *arg)
 {
 	memset(arg, 0, sizeof(*arg));
 	arg->policy_size = sizeof(arg->policy);
-	return ioctl_path(path, FS_IOC_GET_ENCRYPTION_POLICY_EX, arg);
+	return lab_ioctl_path(path, FS_IOC_GET_ENCRYPTION_POLICY_EX, arg);
 }

@@ -17,6 +17,12 @@
 void lab_master_key(uint8_t key[LAB_MASTER_KEY_SIZE], uint32_t seed);
 
 /*
+ * ioctl(@cmd, @arg) on an O_RDONLY fd of @path.  Returns 0, or -1 with the
+ * ioctl's errno (not close()'s).
+ */
+int lab_ioctl_path(const char *path, unsigned long cmd, void *arg);
+
+/*
  * FS_IOC_ADD_ENCRYPTION_KEY of lab_master_key(@seed) as a v2 key on the
  * filesystem containing @path; the key identifier goes to @id.
  */

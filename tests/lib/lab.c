@@ -559,12 +559,9 @@ static int lab_open_for_scan(const char *dev)
 	return fd;
 }
 
-/*
- * Read [off, off+len) fully into buf.  Returns bytes read (short only at end
- * of device), or -1.
- */
-static ssize_t lab_pread_full(int fd, unsigned char *buf, size_t len, off_t off)
+ssize_t lab_pread_full(int fd, void *buf_, size_t len, off_t off)
 {
+	unsigned char *buf = buf_;
 	size_t got = 0;
 	ssize_t n;
 

@@ -166,6 +166,12 @@ int lab_check_file_equals(const char *file, int line, const char *path,
 #define CHECK_FILE_EQUALS(path, expect, len)				\
 	lab_check_file_equals(__FILE__, __LINE__, (path), (expect), (len))
 
+/*
+ * pread [off, off+len) of @fd fully into @buf, retrying short reads and
+ * EINTR.  Returns the bytes read (fewer than @len only at end of file), or -1.
+ */
+ssize_t lab_pread_full(int fd, void *buf, size_t len, off_t off);
+
 /* Offset of the first byte where a and b differ, or len if equal. */
 size_t lab_first_diff(const void *a, const void *b, size_t len);
 

@@ -40,22 +40,13 @@ static int raw_close(int fd, int ret)
 /* pread exactly @len bytes (EIO on a short read). */
 static int raw_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
-	unsigned char *p = buf;
-	ssize_t n;
+	ssize_t n = lab_pread_full(fd, buf, len, (off_t)off);
 
-	while (len > 0) {
-		n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
+	if (n < 0)
+		return -1;
+	if ((size_t)n < len) {
+		errno = EIO;
+		return -1;
 	}
 	return 0;
 }
