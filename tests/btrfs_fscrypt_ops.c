@@ -18,6 +18,7 @@
  */
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "rawdev.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -138,29 +139,19 @@ static void test_names(void)
 
 /* ---- data ----------------------------------------------------------------- */
 
+/* Number of extents of @path (or -1), and the OR of their FIEMAP flags. */
 static int fiemap_flags_all(const char *path, unsigned int *flags_or)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent ext[32];
-	} req = { 0 };
-	unsigned int i;
-	int fd = open(path, O_RDONLY);
+	struct raw_extent *ext;
+	size_t i, n;
 
-	if (fd < 0)
+	if (raw_fiemap(path, &ext, &n))
 		return -1;
-	req.fm.fm_length = FIEMAP_MAX_OFFSET;
-	req.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	req.fm.fm_extent_count = 32;
-	if (ioctl(fd, FS_IOC_FIEMAP, &req) < 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
 	*flags_or = 0;
-	for (i = 0; i < req.fm.fm_mapped_extents; i++)
-		*flags_or |= req.ext[i].fe_flags;
-	return (int)req.fm.fm_mapped_extents;
+	for (i = 0; i < n; i++)
+		*flags_or |= ext[i].flags;
+	free(ext);
+	return (int)n;
 }
 
 static void test_data(void)
