@@ -8,13 +8,22 @@
  *  data:     mmap writes, partial-block writes, truncate, hole punching,
  *            fallocate, O_DIRECT (falls back to buffered), no inline extents,
  *            no compression even with compress-force;
- *  refusals: reflink/dedupe (EINVAL across encrypted and plain, EOPNOTSUPP
- *            between encrypted files), chattr +c, fs-verity, encoded read,
- *            send, subvolumes and snapshots inside encrypted directories;
+ *  refusals: reflink/dedupe (EINVAL across encrypted and plain, and across
+ *            policies; EOPNOTSUPP whenever a file with per-inode keys is
+ *            involved), chattr +c, fs-verity, encoded read, send,
+ *            subvolumes and snapshots inside encrypted directories;
+ *  sharing:  with per-extent keys (the default when the kernel advertises
+ *            them), reflink and dedupe between encrypted files and within
+ *            one, checked by content on both sides and by FIEMAP's SHARED
+ *            flag; files with per-inode keys are made on the same
+ *            filesystem by remounting with fscrypt_per_inode_keys;
  *  snapshot: a snapshot of a subvolume with encrypted files reads back with
  *            the key; key removal hides both sides; re-adding restores both;
  *  no key:   lookup by no-key name (short and long), unlink and rmdir by
- *            no-key name; create, link and rename into the dir fail ENOKEY.
+ *            no-key name; create, link and rename into the dir fail ENOKEY;
+ *  removal:  data written before the key is removed, and through a file
+ *            that stays open after, is all there when the key comes back
+ *            (per-extent keys derive a key per new extent at writeback).
  */
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -38,10 +47,14 @@
 
 #define BLK 4096u
 #define KEY_SEED 0x0b7f5u
+#define KEY_SEED2 0x0c0ffu
 #define LONG_NAME_LEN 240
+#define EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
 
 static const char *dev, *mnt;
 static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+/* The kernel encrypts new files per extent unless told otherwise. */
+static int extent_keys;
 
 /* sv/enc: the encrypted directory; sv/plain: an unencrypted one. */
 static char sv[PATH_MAX], enc[PATH_MAX], plain[PATH_MAX];
@@ -314,14 +327,16 @@ static void test_refusals(void)
 		    "reflink encrypted -> plain");
 	CHECK_ERRNO(ioctl(fe1, FICLONE, fp1), EINVAL,
 		    "reflink plain -> encrypted");
-	CHECK_ERRNO(ioctl(fe2, FICLONE, fe1), EOPNOTSUPP,
-		    "reflink between encrypted files (per-inode keys)");
-	fcr.src_fd = fe1;
-	fcr.src_offset = 0;
-	fcr.src_length = BLK;
-	fcr.dest_offset = 2 * BLK;
-	CHECK_ERRNO(ioctl(fe1, FICLONERANGE, &fcr), EOPNOTSUPP,
-		    "reflink within one encrypted file");
+	if (!extent_keys) {
+		CHECK_ERRNO(ioctl(fe2, FICLONE, fe1), EOPNOTSUPP,
+			    "reflink between encrypted files (per-inode keys)");
+		fcr.src_fd = fe1;
+		fcr.src_offset = 0;
+		fcr.src_length = BLK;
+		fcr.dest_offset = 2 * BLK;
+		CHECK_ERRNO(ioctl(fe1, FICLONERANGE, &fcr), EOPNOTSUPP,
+			    "reflink within one encrypted file");
+	}
 	dd.r.src_offset = 0;
 	dd.r.src_length = BLK;
 	dd.r.dest_count = 1;
@@ -387,6 +402,195 @@ out:
 	if (fp1 >= 0)
 		close(fp1);
 	free(buf);
+}
+
+/* ---- sharing encrypted extents (per-extent keys) --------------------------- */
+
+/* Does FIEMAP mark every extent of @path shared? */
+static int all_shared(const char *path)
+{
+	unsigned int flags_or = 0;
+	struct raw_extent *ext;
+	size_t i, n;
+	int shared = 1;
+
+	if (raw_fiemap(path, &ext, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		flags_or |= ext[i].flags;
+		shared &= !!(ext[i].flags & FIEMAP_EXTENT_SHARED);
+	}
+	free(ext);
+	return n > 0 && shared;
+}
+
+/* Create @path as a file with per-inode keys, by remounting for it. */
+static int create_per_inode_file(const char *path, const void *buf,
+				 size_t len)
+{
+	int ret;
+
+	if (run("mount -o remount,fscrypt_per_inode_keys %s", mnt))
+		return -1;
+	ret = write_file(path, buf, len);
+	if (run("mount -o remount,fscrypt_per_extent_keys %s", mnt))
+		return -1;
+	return ret;
+}
+
+static void test_sharing(void)
+{
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], pi[PATH_MAX];
+	char enc2[PATH_MAX], other[PATH_MAX];
+	const size_t size = 6 * BLK;
+	unsigned char *da = pattern(size, 40), *expect = malloc(size);
+	uint8_t key2[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	struct file_clone_range fcr = { 0 };
+	struct {
+		struct file_dedupe_range r;
+		struct file_dedupe_range_info info;
+	} dd = { 0 };
+	int fa = -1, fb = -1, fc = -1, fpi = -1, fo = -1;
+
+	if (!extent_keys) {
+		printf("# sharing: skipped, the kernel has no per-extent keys (no %s)\n",
+		       EXTENT_KEYS_FEATURE);
+		goto out;
+	}
+	PATHF(a, "%s/share-a", enc);
+	PATHF(b, "%s/share-b", enc);
+	PATHF(c, "%s/share-c", enc);
+	PATHF(pi, "%s/share-per-inode", enc);
+	CHECK_OK(write_file(a, da, size), "create %s", a);
+	CHECK_OK(write_file(c, da, size), "create %s", c);
+	CHECK_OK(create_per_inode_file(pi, da, size), "create %s", pi);
+	sync();
+	fa = open_rw(a);
+	fc = open_rw(c);
+	fpi = open_rw(pi);
+	fb = open(b, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (!CHECK_OK(fb, "create %s", b) || fa < 0 || fc < 0 || fpi < 0)
+		goto out;
+
+	/* whole file, then part of it into itself at another offset */
+	CHECK_OK(ioctl(fb, FICLONE, fa), "reflink between encrypted files");
+	fcr.src_fd = fa;
+	fcr.src_offset = 0;
+	fcr.src_length = 2 * BLK;
+	fcr.dest_offset = 4 * BLK;
+	CHECK_OK(ioctl(fa, FICLONERANGE, &fcr),
+		 "reflink within one encrypted file");
+	memcpy(expect, da, size);
+	memcpy(expect + 4 * BLK, da, 2 * BLK);
+	drop_caches();
+	CHECK_FILE_EQUALS(b, da, size);
+	CHECK_FILE_EQUALS(a, expect, size);
+	CHECK(all_shared(b), "%s: FIEMAP does not report shared extents", b);
+
+	/* dedupe: same plaintext, so btrfs finds it equal and shares it */
+	dd.r.src_offset = 0;
+	dd.r.src_length = size;
+	dd.r.dest_count = 1;
+	dd.info.dest_fd = fc;
+	dd.info.dest_offset = 0;
+	if (CHECK_OK(ioctl(fb, FIDEDUPERANGE, &dd), "FIDEDUPERANGE"))
+		CHECK(dd.info.status == FILE_DEDUPE_RANGE_SAME &&
+		      dd.info.bytes_deduped == size,
+		      "dedupe of equal encrypted files: status %d, %llu bytes",
+		      dd.info.status,
+		      (unsigned long long)dd.info.bytes_deduped);
+	drop_caches();
+	CHECK_FILE_EQUALS(c, da, size);
+	CHECK(all_shared(c), "%s: not shared after dedupe", c);
+
+	/* a file with per-inode keys shares nothing, either way */
+	CHECK_ERRNO(ioctl(fpi, FICLONE, fa), EOPNOTSUPP,
+		    "reflink per-extent -> per-inode");
+	CHECK_ERRNO(ioctl(fb, FICLONE, fpi), EOPNOTSUPP,
+		    "reflink per-inode -> per-extent");
+	CHECK_FILE_EQUALS(pi, da, size);
+
+	/* another policy: its extents name another master key */
+	PATHF(enc2, "%s/enc-other", sv);
+	PATHF(other, "%s/f", enc2);
+	if (CHECK_OK(lab_add_key(mnt, KEY_SEED2, key2), "add second key") &&
+	    CHECK_OK(mkdir(enc2, 0755), "mkdir %s", enc2) &&
+	    CHECK_OK(lab_set_policy(enc2, key2), "policy on %s", enc2) &&
+	    CHECK_OK(write_file(other, da, BLK), "create %s", other)) {
+		fo = open_rw(other);
+		CHECK_ERRNO(ioctl(fo, FICLONE, fa), EINVAL,
+			    "reflink across policies");
+	}
+
+	/* the shared extents outlive the file that wrote them */
+	close(fa);
+	fa = -1;
+	CHECK_OK(unlink(a), "unlink %s", a);
+	sync();
+	drop_caches();
+	CHECK_FILE_EQUALS(b, da, size);
+	CHECK_FILE_EQUALS(c, da, size);
+out:
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	if (fc >= 0)
+		close(fc);
+	if (fpi >= 0)
+		close(fpi);
+	if (fo >= 0)
+		close(fo);
+	free(da);
+	free(expect);
+}
+
+/* ---- key removal with dirty data and open files ------------------------- */
+
+static void test_removal_keeps_data(void)
+{
+	char f[PATH_MAX];
+	const size_t half = 3 * BLK + 100;
+	unsigned char *d = pattern(2 * half, 50);
+	uint32_t flags = 0;
+	int fd;
+
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, key_id), "add key again");
+	PATHF(f, "%s/removal", enc);
+	fd = open(f, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (!CHECK_OK(fd, "create %s", f))
+		goto out;
+	/* dirty, not written back: its extents do not exist yet */
+	CHECK(write(fd, d, half) == (ssize_t)half, "write before removal");
+	if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags), "remove key"))
+		goto out_close;
+	CHECK(flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY,
+	      "removal with an open file: flags 0x%x, expected FILES_BUSY",
+	      flags);
+	CHECK(lab_key_status(mnt, key_id) ==
+	      FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED,
+	      "key status with an open file is not INCOMPLETELY_REMOVED");
+	/* the open file keeps working, new extents included */
+	CHECK(pwrite(fd, d + half, half, half) == (ssize_t)half,
+	      "write after removal through the open file: %s",
+	      strerror(errno));
+	CHECK_OK(fsync(fd), "fsync after removal");
+out_close:
+	close(fd);
+	sync();
+	flags = 0;
+	/* Closing the last file may have completed the removal already. */
+	if (lab_key_status(mnt, key_id) != FSCRYPT_KEY_STATUS_ABSENT)
+		CHECK_OK(lab_remove_key(mnt, key_id, &flags),
+			 "remove key again, files closed");
+	CHECK(lab_key_status(mnt, key_id) == FSCRYPT_KEY_STATUS_ABSENT,
+	      "key status after the file was closed is not ABSENT");
+	CHECK_ERRNO(open(f, O_RDONLY), ENOENT, "lookup without the key");
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, key_id), "re-add key");
+	drop_caches();
+	CHECK_FILE_EQUALS(f, d, 2 * half);
+out:
+	free(d);
 }
 
 /* ---- snapshot, key removal, no-key operations ------------------------------ */
@@ -543,6 +747,9 @@ int main(void)
 				strerror(errno));
 		lab_die("FS_IOC_ADD_ENCRYPTION_KEY: %s", strerror(errno));
 	}
+	extent_keys = access(EXTENT_KEYS_FEATURE, F_OK) == 0;
+	printf("# new encrypted files use per-%s keys\n",
+	       extent_keys ? "extent" : "inode");
 	PATHF(sv, "%s/sv", mnt);
 	PATHF(enc, "%s/enc", sv);
 	PATHF(plain, "%s/plain", sv);
@@ -558,7 +765,9 @@ int main(void)
 	test_data();
 	test_no_compression();
 	test_refusals();
+	test_sharing();
 	test_snapshot_and_nokey();
+	test_removal_keeps_data();
 
 	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
 	return lab_result("btrfs_fscrypt_ops");
