@@ -16,8 +16,6 @@
 
 #include <unistd.h>
 
-#define LAB_BTRFS_EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
-
 int main(void)
 {
 	struct lab_fscrypt_fs btrfs = {

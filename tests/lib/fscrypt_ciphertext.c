@@ -37,6 +37,7 @@
  * on one device the data chunk's logical address equals its device offset,
  * but that is checked, not assumed).
  */
+#include "fscrypt_blocks.h"
 #include "fscrypt_ondisk.h"
 #include "fscrypt_ref.h"
 #include "fscrypt_util.h"
@@ -51,7 +52,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/btrfs_tree.h>
-#include <linux/fiemap.h>
 
 #define CT_NENC 4			/* encrypted files */
 #define CT_NFILES (CT_NENC + 1)		/* and the unencrypted control */
@@ -151,20 +151,6 @@ static void ct_write_control(struct ct_ctx *c)
 	CHECK_OK(fsync_path(c->plain_dir), "fsync %s", c->plain_dir);
 }
 
-static void ct_key_identifier(struct ct_ctx *c)
-{
-	uint8_t want[FREF_ID_SIZE];
-	char a[2 * FREF_ID_SIZE + 1], b[2 * FREF_ID_SIZE + 1];
-
-	if (fref_key_identifier(c->mk, sizeof(c->mk), want))
-		lab_die("cannot compute the key identifier");
-	printf("key identifier: kernel %s, reference %s\n",
-	       lab_hex(a, c->id, sizeof(c->id)), lab_hex(b, want, sizeof(want)));
-	CHECK(memcmp(want, c->id, sizeof(want)) == 0,
-	      "master key identifier: kernel says %s, HKDF-SHA512 (context 1) gives %s",
-	      a, b);
-}
-
 /* The encrypted directory and files. */
 static void ct_write_encrypted(struct ct_ctx *c)
 {
@@ -222,35 +208,6 @@ static void ct_learn(struct ct_ctx *c)
 	}
 }
 
-static void ct_btrfs_map(struct ct_ctx *c)
-{
-	static const char *const kinds[] = { "data", "system", "metadata" };
-	size_t i, k;
-
-	if (!CHECK_OK(raw_btrfs_chunks(c->mnt, &c->chunks, &c->nchunks),
-		      "BTRFS_IOC_TREE_SEARCH of the chunk tree on %s", c->mnt))
-		return;
-	printf("btrfs chunk map (logical -> device offset):\n");
-	for (i = 0; i < c->nchunks; i++) {
-		const struct raw_btrfs_chunk *ck = &c->chunks[i];
-
-		printf("  logical %llu length %llu type 0x%llx (",
-		       (unsigned long long)ck->logical,
-		       (unsigned long long)ck->length,
-		       (unsigned long long)ck->type);
-		for (k = 0; k < 3; k++)
-			if (ck->type & (1ULL << k))
-				printf("%s", kinds[k]);
-		printf("):");
-		for (k = 0; k < ck->nstripes; k++)
-			printf(" devid %llu offset %llu%s",
-			       (unsigned long long)ck->devid[k],
-			       (unsigned long long)ck->physical[k],
-			       ck->physical[k] == ck->logical ? " (= logical)" : "");
-		printf("\n");
-	}
-}
-
 /* ---- data ------------------------------------------------------------------ */
 
 /* Device offsets of the block at FIEMAP address @addr; returns the count. */
@@ -264,71 +221,41 @@ static int ct_locate(const struct ct_ctx *c, uint64_t addr,
 	return raw_btrfs_map(c->chunks, c->nchunks, addr, c->bs, offs);
 }
 
-struct ct_block_refs {
-	uint8_t *pt, *want, *bad_key, *bad_iv, *raw;
-};
-
-/* Compare one copy of block @lblk of @f read at device offset @off. */
+/*
+ * Compare one copy of a block of @f, read at device offset @off.  With the
+ * mount options refused, a mismatch of an encrypted block is noted, not a
+ * failure (see the top of the file).
+ */
 static void ct_check_copy(struct ct_ctx *c, const struct ct_file *f,
-			  uint64_t lblk, uint64_t off,
-			  const struct ct_block_refs *r)
+			  uint64_t lblk, uint64_t off, struct fblk_block *b)
 {
-	size_t d, ndiff = 0, i;
+	int lenient = !f->plain && c->opts_refused;
+	int r;
 
 	if (!f->plain)
 		c->copies_read++;
-	if (!CHECK_OK(raw_read(c->dev, off, r->raw, c->bs),
-		      "O_DIRECT read of %u bytes at device offset %llu", c->bs,
-		      (unsigned long long)off))
-		return;
-	d = lab_first_diff(r->want, r->raw, c->bs);
-	if (!f->plain)
-		CHECK(memcmp(r->pt, r->raw, c->bs) != 0,
-		      "file %s: block %llu at device offset %llu holds the PLAINTEXT",
-		      f->name, (unsigned long long)lblk, (unsigned long long)off);
-	if (d != c->bs && !f->plain && c->opts_refused) {
+	r = fblk_check_copy(c->dev, c->bs, off, b, !lenient);
+	if (r == 0 && lenient) {
 		if (c->model_mismatch++ == 0)
 			printf("NOTE: file %s block %llu at device offset %llu is not the per-inode-key ciphertext (from byte %zu on); not a failure: %s refused \"%s\"\n",
 			       f->name, (unsigned long long)lblk, (unsigned long long)off,
-			       d, c->fs->name, c->fs->mount_opts);
-	} else if (d != c->bs) {
-		for (i = d; i < c->bs; i++)
-			ndiff += r->want[i] != r->raw[i];
-		CHECK(0, "file %s: block %llu at device offset %llu differs from the %s from byte %zu on (device offset %llu: expected 0x%02x, got 0x%02x; %zu of %u bytes differ)%s",
-		      f->name, (unsigned long long)lblk, (unsigned long long)off,
-		      f->plain ? "plaintext written (unencrypted control: the locating is wrong)" :
-		      "reference ciphertext",
-		      d, (unsigned long long)(off + d), r->want[d], r->raw[d],
-		      ndiff, c->bs,
-		      !f->plain && memcmp(r->pt, r->raw, c->bs) == 0 ? "; the device holds the PLAINTEXT" : "");
-	} else if (f->plain) {
+			       lab_first_diff(b->want, b->raw, c->bs), c->fs->name,
+			       c->fs->mount_opts);
+	} else if (r == 1 && f->plain) {
 		c->ctl_blocks_ok++;
-	} else {
+	} else if (r == 1) {
 		c->blocks_ok++;
 	}
-	if (f->plain)
-		return;
-	CHECK(memcmp(r->bad_key, r->raw, c->bs) != 0,
-	      "negative control: file %s block %llu also matches the ciphertext made with a flipped master-key bit: the comparison is vacuous",
-	      f->name, (unsigned long long)lblk);
-	CHECK(memcmp(r->bad_iv, r->raw, c->bs) != 0,
-	      "negative control: file %s block %llu also matches the ciphertext made with IV %llu: the comparison is vacuous",
-	      f->name, (unsigned long long)lblk, (unsigned long long)lblk + 1);
 }
-
-/* Unusable extents: the data is not stored as plain blocks at an address. */
-#define CT_BAD_EXTENT_FLAGS (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | \
-			     FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED | \
-			     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_UNWRITTEN)
 
 static void ct_check_file_data(struct ct_ctx *c, const struct ct_file *f)
 {
 	uint8_t key[FREF_XTS_KEY_SIZE], bad[FREF_XTS_KEY_SIZE];
 	uint64_t nblocks = (f->size + c->bs - 1) / c->bs, lblk, b;
 	uint64_t offs[RAW_BTRFS_MAX_STRIPES];
-	struct ct_block_refs r;
+	struct fblk_block r;
 	unsigned *seen = calloc(nblocks, sizeof(*seen));
-	size_t e, len;
+	size_t e;
 	int ncopies, k;
 
 	if (!seen)
@@ -337,15 +264,17 @@ static void ct_check_file_data(struct ct_ctx *c, const struct ct_file *f)
 	    (fref_per_file_key(c->mk, sizeof(c->mk), f->nonce, key, sizeof(key)) ||
 	     fref_per_file_key(c->bad_mk, sizeof(c->bad_mk), f->nonce, bad, sizeof(bad))))
 		lab_die("cannot derive the per-file keys");
-	r.pt = lab_xmalloc(c->bs);
-	r.want = lab_xmalloc(c->bs);
-	r.bad_key = lab_xmalloc(c->bs);
-	r.bad_iv = lab_xmalloc(c->bs);
-	r.raw = lab_xmalloc(c->bs);
+	fblk_alloc(&r, c->bs);
+	r.encrypted = !f->plain;
+	r.want_what = f->plain ? "plaintext written (unencrypted control: the locating is wrong)" :
+		      "reference ciphertext";
+	r.nctl = f->plain ? 0 : 2;
+	snprintf(r.ctl_what[0], sizeof(r.ctl_what[0]),
+		 "ciphertext made with a flipped master-key bit");
 	for (e = 0; e < f->next; e++) {
 		const struct raw_extent *x = &f->ext[e];
 
-		if (!CHECK(!(x->flags & CT_BAD_EXTENT_FLAGS) &&
+		if (!CHECK(!(x->flags & FBLK_BAD_EXTENT_FLAGS) &&
 			   x->logical % c->bs == 0 && x->length % c->bs == 0,
 			   "file %s: extent at file offset %llu (length %llu, flags 0x%x) is not plain whole blocks at a device address; cannot locate its ciphertext",
 			   f->name, (unsigned long long)x->logical,
@@ -356,15 +285,17 @@ static void ct_check_file_data(struct ct_ctx *c, const struct ct_file *f)
 			if (lblk >= nblocks)
 				break;
 			seen[lblk]++;
-			/* the page beyond EOF is zeroed before encryption */
-			len = f->size - lblk * c->bs < c->bs ? f->size - lblk * c->bs : c->bs;
-			memset(r.pt, 0, c->bs);
-			memcpy(r.pt, f->data + lblk * c->bs, len);
+			snprintf(r.what, sizeof(r.what), "file %s: block %llu",
+				 f->name, (unsigned long long)lblk);
+			snprintf(r.ctl_what[1], sizeof(r.ctl_what[1]),
+				 "ciphertext made with IV %llu",
+				 (unsigned long long)lblk + 1);
+			fblk_plaintext(&r, f->data, f->size, lblk, c->bs);
 			if (f->plain)
 				memcpy(r.want, r.pt, c->bs);
 			else if (fref_encrypt_block(key, lblk, r.pt, r.want, c->bs) ||
-				 fref_encrypt_block(bad, lblk, r.pt, r.bad_key, c->bs) ||
-				 fref_encrypt_block(key, lblk + 1, r.pt, r.bad_iv, c->bs))
+				 fref_encrypt_block(bad, lblk, r.pt, r.ctl[0], c->bs) ||
+				 fref_encrypt_block(key, lblk + 1, r.pt, r.ctl[1], c->bs))
 				lab_die("reference encryption failed");
 			ncopies = ct_locate(c, x->physical + b * c->bs, offs);
 			if (!CHECK(ncopies > 0, "file %s block %llu: FIEMAP address %llu does not map to the device",
@@ -378,11 +309,7 @@ static void ct_check_file_data(struct ct_ctx *c, const struct ct_file *f)
 	for (lblk = 0; lblk < nblocks; lblk++)
 		CHECK(seen[lblk] == 1, "file %s: block %llu is covered by %u FIEMAP extents (expected 1)",
 		      f->name, (unsigned long long)lblk, seen[lblk]);
-	free(r.pt);
-	free(r.want);
-	free(r.bad_key);
-	free(r.bad_iv);
-	free(r.raw);
+	fblk_free(&r);
 	free(seen);
 }
 
@@ -553,7 +480,7 @@ int fscrypt_ciphertext_test(const struct lab_fscrypt_fs *fs)
 	ct_write_control(c);
 	if (lab_fscrypt_fs_try_key(fs, c->mnt, c->mk, sizeof(c->mk), c->id) == 0) {
 		c->encrypted = 1;
-		ct_key_identifier(c);
+		fblk_check_key_identifier(c->mk, sizeof(c->mk), c->id);
 		ct_write_encrypted(c);
 	} else {
 		key_err = errno;
@@ -562,7 +489,7 @@ int fscrypt_ciphertext_test(const struct lab_fscrypt_fs *fs)
 	}
 	ct_learn(c);
 	if (c->btrfs)
-		ct_btrfs_map(c);
+		fblk_btrfs_chunks(c->mnt, &c->chunks, &c->nchunks);
 	if (!CHECK_OK(lab_umount(c->mnt), "umount %s", c->mnt))
 		lab_die("cannot unmount before reading the device");
 

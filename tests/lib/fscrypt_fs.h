@@ -20,6 +20,12 @@ struct lab_fscrypt_fs {
 /* The btrfs mount option selecting per-inode keys (bench/arms.sh, issue #4). */
 #define LAB_BTRFS_PER_INODE_KEYS_OPT "fscrypt_per_inode_keys"
 
+/*
+ * Present when the kernel's btrfs encrypts new regular files with a key per
+ * extent by default (LAB_BTRFS_PER_INODE_KEYS_OPT then selects per-inode keys).
+ */
+#define LAB_BTRFS_EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
+
 /* getrandom() @len bytes; dies on failure. */
 void lab_random(void *buf, size_t len);
 

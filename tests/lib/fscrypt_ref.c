@@ -83,6 +83,14 @@ int fref_per_file_key(const uint8_t *mk, size_t mklen,
 			 FREF_NONCE_SIZE, key, keylen);
 }
 
+int fref_per_extent_key(const uint8_t *mk, size_t mklen,
+			const uint8_t nonce[FREF_NONCE_SIZE], uint8_t *key,
+			size_t keylen)
+{
+	return fref_hkdf(mk, mklen, FREF_CTX_PER_EXTENT_KEY, nonce,
+			 FREF_NONCE_SIZE, key, keylen);
+}
+
 /* One-shot encryption of @len bytes with @cipher (no padding). */
 static int fref_encrypt(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
 			const uint8_t *key, const uint8_t *iv, const uint8_t *in,
@@ -114,7 +122,7 @@ int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
 	uint8_t iv[FREF_AES_BLOCK] = { 0 };
 	int i;
 
-	/* fscrypt_generate_iv(): le64 logical block number, then zeros. */
+	/* fscrypt_generate_iv(): le64 block number, then zeros. */
 	for (i = 0; i < 8; i++)
 		iv[i] = (uint8_t)(lblk >> (8 * i));
 	return fref_encrypt(EVP_aes_256_xts(), NULL, key, iv, in, out, len,

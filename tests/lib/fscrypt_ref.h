@@ -12,8 +12,13 @@
  *  - key identifier: context 1, info empty, 16 bytes;
  *  - per-file key: context 2, info = the file's 16-byte nonce, as many
  *    bytes as the mode takes (64 for AES-256-XTS, 32 for AES-256-CTS);
+ *  - per-extent key (fs/crypto/extent.c, files a filesystem encrypts per
+ *    extent): context 9, info = the extent's 16-byte nonce, 64 bytes for
+ *    AES-256-XTS;
  *  - contents: AES-256-XTS per data unit (the filesystem block), IV =
- *    le64(logical block number) followed by zeros;
+ *    le64(block number) followed by zeros, where the block number counts
+ *    from the start of the file (per-file keys) or from the start of the
+ *    extent as it was first written (per-extent keys);
  *  - names: AES-256-CBC with ciphertext stealing (CS3: the last two blocks
  *    are swapped, as the kernel's cts(cbc(aes)) does), IV 0, the name
  *    zero-padded to max(len, 16) rounded up to the policy's padding, capped
@@ -36,6 +41,7 @@
 /* The HKDF context bytes of fs/crypto/fscrypt_private.h that we use. */
 #define FREF_CTX_KEY_IDENTIFIER 1
 #define FREF_CTX_PER_FILE_ENC_KEY 2
+#define FREF_CTX_PER_EXTENT_KEY 9
 
 /* HKDF-SHA512(@mk) expanded with "fscrypt\0" || @ctx || @info to @out. */
 int fref_hkdf(const uint8_t *mk, size_t mklen, uint8_t ctx,
@@ -50,7 +56,16 @@ int fref_per_file_key(const uint8_t *mk, size_t mklen,
 		      const uint8_t nonce[FREF_NONCE_SIZE], uint8_t *key,
 		      size_t keylen);
 
-/* AES-256-XTS of one data unit @in (@len bytes) at logical block @lblk. */
+/* The per-extent key (context 9) of an extent with @nonce, @keylen bytes. */
+int fref_per_extent_key(const uint8_t *mk, size_t mklen,
+			const uint8_t nonce[FREF_NONCE_SIZE], uint8_t *key,
+			size_t keylen);
+
+/*
+ * AES-256-XTS of one data unit @in (@len bytes) whose IV is block number
+ * @lblk (per-file keys: the logical block in the file; per-extent keys: the
+ * block in the extent).
+ */
 int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
 		       const uint8_t *in, uint8_t *out, size_t len);
 

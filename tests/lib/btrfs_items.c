@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/* btrfs items through BTRFS_IOC_TREE_SEARCH_V2; see btrfs_items.h. */
+#include "btrfs_items.h"
+#include "lab.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+
+#define LAB_SEARCH_BUF (64u << 10)
+
+_Static_assert(sizeof(struct btrfs_file_extent_item) == LAB_BTRFS_FILE_EXTENT_SIZE,
+	       "struct btrfs_file_extent_item is not 53 bytes");
+_Static_assert(offsetof(struct btrfs_file_extent_item, encryption) ==
+	       LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF,
+	       "btrfs_file_extent_item::encryption moved");
+
+void lab_btrfs_items_free(struct lab_btrfs_item *items, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(items[i].data);
+	free(items);
+}
+
+int lab_btrfs_search(const char *path, uint64_t objectid, uint8_t type,
+		     struct lab_btrfs_item **items, size_t *n)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_key *sk;
+	struct btrfs_ioctl_search_header sh;
+	struct lab_btrfs_item *out = NULL, *grown;
+	size_t count = 0, pos;
+	uint32_t i;
+	int fd, e, done = 0;
+
+	*items = NULL;
+	*n = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	args = lab_xmalloc(sizeof(*args) + LAB_SEARCH_BUF);
+	memset(args, 0, sizeof(*args));
+	sk = &args->key;
+	sk->tree_id = 0;		/* the subvolume of @path */
+	sk->min_objectid = sk->max_objectid = objectid;
+	sk->min_type = sk->max_type = type;
+	sk->min_offset = 0;
+	sk->max_offset = (uint64_t)-1;
+	sk->min_transid = 0;
+	sk->max_transid = (uint64_t)-1;
+	while (!done) {
+		sk->nr_items = 4096;
+		args->buf_size = LAB_SEARCH_BUF;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			e = errno;
+			lab_btrfs_items_free(out, count);
+			free(args);
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		if (sk->nr_items == 0)
+			break;
+		for (pos = 0, i = 0; i < sk->nr_items; i++) {
+			if (pos + sizeof(sh) > LAB_SEARCH_BUF)
+				lab_die("TREE_SEARCH_V2: item %u header beyond the buffer", i);
+			memcpy(&sh, args->buf + pos, sizeof(sh));
+			pos += sizeof(sh);
+			if (pos + sh.len > LAB_SEARCH_BUF)
+				lab_die("TREE_SEARCH_V2: item %u (%u bytes) beyond the buffer",
+					i, sh.len);
+			if (sh.objectid == objectid && sh.type == type) {
+				grown = realloc(out, (count + 1) * sizeof(*out));
+				if (!grown)
+					lab_die("out of memory for btrfs items");
+				out = grown;
+				out[count].objectid = sh.objectid;
+				out[count].offset = sh.offset;
+				out[count].transid = sh.transid;
+				out[count].type = sh.type;
+				out[count].len = sh.len;
+				out[count].data = lab_xmalloc(sh.len);
+				memcpy(out[count].data, args->buf + pos, sh.len);
+				count++;
+			}
+			pos += sh.len;
+			if (sh.offset == (uint64_t)-1)
+				done = 1;
+			else
+				sk->min_offset = sh.offset + 1;
+		}
+	}
+	free(args);
+	close(fd);
+	*items = out;
+	*n = count;
+	return 0;
+}
+
+static void lab_decode_file_extent(const struct lab_btrfs_item *it,
+				   struct lab_btrfs_file_extent *fe)
+{
+	struct btrfs_file_extent_item fi;
+	size_t len = it->len < sizeof(fi) ? it->len : sizeof(fi);
+
+	memset(&fi, 0, sizeof(fi));
+	memcpy(&fi, it->data, len);
+	memset(fe, 0, sizeof(*fe));
+	fe->file_offset = it->offset;
+	fe->item_size = it->len;
+	fe->generation = le64toh(fi.generation);
+	fe->ram_bytes = le64toh(fi.ram_bytes);
+	fe->compression = fi.compression;
+	fe->encryption = fi.encryption;
+	fe->type = fi.type;
+	if (fi.type == BTRFS_FILE_EXTENT_INLINE || it->len < sizeof(fi))
+		return;
+	fe->disk_bytenr = le64toh(fi.disk_bytenr);
+	fe->disk_num_bytes = le64toh(fi.disk_num_bytes);
+	fe->offset = le64toh(fi.offset);
+	fe->num_bytes = le64toh(fi.num_bytes);
+	fe->tail_len = it->len - (uint32_t)sizeof(fi);
+	memcpy(fe->ctx, it->data + sizeof(fi),
+	       fe->tail_len < sizeof(fe->ctx) ? fe->tail_len : sizeof(fe->ctx));
+}
+
+int lab_btrfs_file_extents(const char *path, uint64_t ino,
+			   struct lab_btrfs_file_extent **fe, size_t *n)
+{
+	struct lab_btrfs_item *items;
+	size_t count, i;
+
+	*fe = NULL;
+	*n = 0;
+	if (lab_btrfs_search(path, ino, BTRFS_EXTENT_DATA_KEY, &items, &count))
+		return -1;
+	*fe = lab_xmalloc(count * sizeof(**fe));
+	for (i = 0; i < count; i++)
+		lab_decode_file_extent(&items[i], &(*fe)[i]);
+	*n = count;
+	lab_btrfs_items_free(items, count);
+	return 0;
+}
+
+int lab_btrfs_inode_flags(const char *path, uint64_t ino, uint64_t *flags)
+{
+	struct lab_btrfs_item *items;
+	struct btrfs_inode_item ii;
+	size_t count;
+
+	if (lab_btrfs_search(path, ino, BTRFS_INODE_ITEM_KEY, &items, &count))
+		return -1;
+	if (count != 1 || items[0].offset != 0 || items[0].len < sizeof(ii)) {
+		lab_btrfs_items_free(items, count);
+		errno = ENOENT;
+		return -1;
+	}
+	memcpy(&ii, items[0].data, sizeof(ii));
+	*flags = le64toh(ii.flags);
+	lab_btrfs_items_free(items, count);
+	return 0;
+}
