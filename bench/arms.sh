@@ -1,8 +1,8 @@
 # Benchmark arms: how each one makes, mounts and encrypts its filesystem.
 # Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh.
 #
-#   btrfs-extent  btrfs, fscrypt with per-extent keys (the default once
-#                 btrfs encryption lands, issue #4)
+#   btrfs-extent  btrfs, fscrypt with per-extent keys (the default for new
+#                 encrypted files, patch 0017)
 #   btrfs-inode   btrfs, fscrypt with per-inode keys, selected by the mount
 #                 option below
 #   btrfs-plain   btrfs, unencrypted
@@ -10,11 +10,11 @@
 #   ext4-plain    ext4, unencrypted
 ALL_ARMS="btrfs-extent btrfs-inode btrfs-plain ext4-inode ext4-plain"
 
-# btrfs encryption (patches 0006-0012) has per-inode keys only. Per-extent
-# keys for btrfs will advertise themselves in sysfs and make per-inode keys
-# a mount option; until a kernel has that file, btrfs-inode needs no option
-# and btrfs-extent is skipped: measuring per-inode keys under the
-# btrfs-extent label would be a fake result.
+# A kernel with per-extent keys for btrfs advertises them in sysfs, and then
+# needs the mount option for per-inode keys. On a kernel without that file
+# (the series up to 0016) btrfs has per-inode keys only: btrfs-inode needs
+# no option and btrfs-extent is skipped, since measuring per-inode keys
+# under the btrfs-extent label would be a fake result.
 BTRFS_EXTENT_KEYS_FEATURE=/sys/fs/btrfs/features/encrypt_extent_keys
 BTRFS_PER_INODE_KEYS_OPT=fscrypt_per_inode_keys
 

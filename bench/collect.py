@@ -143,6 +143,10 @@ def main():
                                           "SCALE_MIN", "SCALE_BUDGET")
                       if k in env},
         "min_extents": int(open(os.path.join(bench, "min-extents")).read()),
+        # A deliberate slowdown (fscrypto.extent_lookup_delay_us), used to
+        # show that bench-check catches regressions; 0 in real runs.
+        "injected_lookup_delay_us": int(env.get("INJECT_LOOKUP_DELAY_US",
+                                                "0") or 0),
     }
     os.makedirs(run, exist_ok=True)
     for sub in ("raw", "profiles"):

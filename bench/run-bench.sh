@@ -16,6 +16,9 @@ ARMS=${ARMS:-$ALL_ARMS}
 ARMS=${ARMS//,/ }	# "a,b" and "a b" both work
 PROFILE=${PROFILE:-1}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
+# Test of the regression check only: slow every per-extent lookup down by
+# this many microseconds (fscrypto.extent_lookup_delay_us, patch 0018).
+INJECT_LOOKUP_DELAY_US=${INJECT_LOOKUP_DELAY_US:-0}
 die() { echo "bench: error: $*" >&2; exit 2; }
 
 available() {
@@ -30,7 +33,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -38,6 +41,7 @@ for a in $ARMS; do
 	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS)"
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
+case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
 t0=$(date +%s)
@@ -56,6 +60,7 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "REPS=$REPS"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
+	echo "INJECT_LOOKUP_DELAY_US=$INJECT_LOOKUP_DELAY_US"
 	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET; do
 		[ -n "${!v:-}" ] && echo "$v=${!v}"
 	done
@@ -71,8 +76,13 @@ runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"
 echo "bench: $runs arm runs, expected about $(( (runs * est + 30) / 60 )) min under TCG ($est s per arm run, less for arms found unsupported)"
 echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
+append="slab_nomerge"
+if [ "$INJECT_LOOKUP_DELAY_US" != 0 ]; then
+	append+=" fscrypto.extent_lookup_delay_us=$INJECT_LOOKUP_DELAY_US"
+	echo "bench: WARNING: injected slowdown: every per-extent lookup waits $INJECT_LOOKUP_DELAY_US us (a test of bench-check, not a measurement)"
+fi
 "$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
-	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "slab_nomerge"
+	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "$append"
 rc=$?
 if [ $rc != 0 ]; then
 	echo "bench: the benchmark VM failed ($(cat "$vm/verdict" 2>/dev/null)); job output: $vm/results/job.log" >&2

@@ -60,6 +60,10 @@ def make_baseline(run_dir, out_json, threshold):
     for w in run["warnings"]:
         print(f"check: warning: {w}", file=sys.stderr)
     meta = run["meta"]
+    if meta.get("injected_lookup_delay_us"):
+        raise UsageError(f"{run_dir} ran with an injected slowdown "
+                         f"({meta['injected_lookup_delay_us']} us per "
+                         "lookup); a baseline must come from a real run")
     info = meta.get("run_info") or {}
     base = {
         "format": FORMAT,

@@ -1231,6 +1231,13 @@ def section_header(doc, run, res):
     if accel in ("tcg", "icount"):
         note = f"This run used **{accel}**. " + note
     doc.note(note)
+    delay = meta.get("injected_lookup_delay_us") or 0
+    if delay:
+        doc.note(f"**Injected slowdown:** every per-extent lookup of this "
+                 f"run busy-waited {delay} µs "
+                 f"(`fscrypto.extent_lookup_delay_us={delay}`). This run "
+                 "tests the regression check; its numbers are not a "
+                 "measurement of the kernel.")
 
 
 def section_verdicts(doc, res):
@@ -1262,6 +1269,8 @@ def section_run(doc, run):
         ("guest memory, MB", info.get("mem_mb")),
         ("fio", meta.get("fio_version")),
         ("elapsed, s", info.get("elapsed_s")),
+        ("injected lookup delay, µs", meta.get("injected_lookup_delay_us",
+                                               0)),
     ]
     doc.table(["item", "value"],
               [(k, f"`{v}`" if v not in (None, "") else "not recorded")

@@ -27,7 +27,7 @@ int raw_write_sync(const char *dev, uint64_t off, const void *buf, size_t len);
 
 /* ---- scanning ---------------------------------------------------------------- */
 
-#define RAW_NEEDLE_MAX_OFFS 16
+#define RAW_NEEDLE_MAX_OFFS 64
 
 struct raw_needle {
 	const char *label;		/* for messages */
