@@ -189,7 +189,11 @@ cmd_build() {
 	fi
 	kill $ticker 2>/dev/null
 	trap - EXIT
-	cp "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage-$flavor"
+	# Replace it atomically: a VM booting the old one may be reading it.
+	cmp -s "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage-$flavor" || {
+		cp "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage-$flavor.new" &&
+		mv -f "$BUILD/bzImage-$flavor.new" "$BUILD/bzImage-$flavor"
+	}
 	# Provenance for reports: kernel release, series hash, config hash.
 	{
 		echo "flavor=$flavor"

@@ -16,7 +16,8 @@
  *            them), reflink and dedupe between encrypted files and within
  *            one, checked by content on both sides and by FIEMAP's SHARED
  *            flag; files with per-inode keys are made on the same
- *            filesystem by remounting with fscrypt_per_inode_keys;
+ *            filesystem by remounting with fscrypt_per_inode_keys; data
+ *            balance and defrag keep every side readable;
  *  snapshot: a snapshot of a subvolume with encrypted files reads back with
  *            the key; key removal hides both sides; re-adding restores both;
  *  no key:   lookup by no-key name (short and long), unlink and rmdir by
@@ -526,6 +527,23 @@ static void test_sharing(void)
 	close(fa);
 	fa = -1;
 	CHECK_OK(unlink(a), "unlink %s", a);
+	sync();
+	drop_caches();
+	CHECK_FILE_EQUALS(b, da, size);
+	CHECK_FILE_EQUALS(c, da, size);
+
+	/*
+	 * Relocation moves the ciphertext and keeps the contexts, so nothing
+	 * needs the key; defrag rewrites through the page cache, so the data
+	 * gets new extents, with new keys.
+	 */
+	CHECK(run("btrfs balance start --full-balance -d %s >/dev/null", mnt) == 0,
+	      "balance of the data of %s", mnt);
+	drop_caches();
+	CHECK_FILE_EQUALS(b, da, size);
+	CHECK_FILE_EQUALS(pi, da, size);
+	CHECK(run("btrfs filesystem defragment -f %s", b) == 0,
+	      "defragment %s", b);
 	sync();
 	drop_caches();
 	CHECK_FILE_EQUALS(b, da, size);
