@@ -51,18 +51,11 @@ static void parse(const char *text, unsigned long ino, struct lookups *l)
 	const char *next = text;
 	char line[512];
 
-	while (next && *next) {
-		const char *nl = strchr(next, '\n');
-		size_t n = nl ? (size_t)(nl - next) : strlen(next);
+	while (lab_next_line(&next, line, sizeof(line))) {
 		unsigned long long lblk, off, nr, id, dur;
 		unsigned long e_ino;
 		int maj, min, derived, cached, ret;
 		const char *ev;
-
-		n = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
-		memcpy(line, next, n);
-		line[n] = '\0';
-		next = nl ? nl + 1 : NULL;
 
 		if ((ev = strstr(line, "fscrypt_extent_lookup: ")) &&
 		    sscanf(ev, "fscrypt_extent_lookup: dev=%d:%d ino=%lu lblk=%llu offset=%llu nr_blocks=%llu derived=%d ret=%d duration_ns=%llu",

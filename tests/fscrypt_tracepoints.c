@@ -74,20 +74,14 @@ static void parse_trace(const char *text, unsigned long ino, struct seen *s)
 	const char *next = text;
 	char line[512];
 
-	while (next && *next) {
-		const char *nl = strchr(next, '\n');
-		size_t n = nl ? (size_t)(nl - next) : strlen(next);
+	/* One NUL-terminated line at a time, so strstr() cannot look past it. */
+	while (lab_next_line(&next, line, sizeof(line))) {
 		const char *ev;
 		unsigned long e_ino;
 		unsigned int ver, mode, key_found, ctx, info_len, key_len, nr;
 		int ret, maj, min;
 		unsigned long long dur, lblk;
 		char dir[16];
-
-		/* One NUL-terminated line, so strstr() cannot look past it. */
-		n = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
-		memcpy(line, next, n);
-		line[n] = '\0';
 
 		if ((ev = strstr(line, "fscrypt_setup_info: ")) &&
 		    sscanf(ev, "fscrypt_setup_info: dev=%d:%d ino=%lu policy_version=%u contents_mode=%u key_found=%u ret=%d duration_ns=%llu",
@@ -135,7 +129,6 @@ static void parse_trace(const char *text, unsigned long ino, struct seen *s)
 				s->freed++;
 			}
 		}
-		next = nl ? nl + 1 : NULL;
 	}
 }
 

@@ -326,6 +326,22 @@ static size_t lab_initial_cap(int fd)
 	return 4096;
 }
 
+int lab_next_line(const char **next, char *line, size_t size)
+{
+	const char *nl;
+	size_t n;
+
+	if (!*next || !**next)
+		return 0;
+	nl = strchr(*next, '\n');
+	n = nl ? (size_t)(nl - *next) : strlen(*next);
+	n = n < size - 1 ? n : size - 1;
+	memcpy(line, *next, n);
+	line[n] = '\0';
+	*next = nl ? nl + 1 : NULL;
+	return 1;
+}
+
 void *read_file(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -144,6 +144,13 @@ int lab_umount(const char *mnt);
 /* Read a whole file into a malloc()ed buffer (NUL-terminated, not counted). */
 void *read_file(const char *path, size_t *len);
 
+/*
+ * Copy the line at *@next (without its newline, cut to @size - 1 bytes) into
+ * @line, NUL-terminated, and advance *@next past it.  Returns 0 at the end of
+ * the text.  For parsing text such as a trace buffer line by line.
+ */
+int lab_next_line(const char **next, char *line, size_t size);
+
 /* Create/truncate @path (mode 0644) and write @len bytes.  No fsync. */
 int write_file(const char *path, const void *buf, size_t len);
 
