@@ -69,7 +69,6 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/btrfs_tree.h>
 #include <linux/fs.h>
@@ -693,7 +692,6 @@ int main(void)
 		.mkfs_cmd = "mkfs.btrfs -q -f -d single -m single",
 		.mount_opts = NULL,	/* default: per-extent keys */
 	};
-	struct statvfs sv;
 	size_t i, j, nblocks = 0;
 
 	if (access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) != 0)
@@ -711,12 +709,7 @@ int main(void)
 	c->bad_mk[0] ^= 0x01;
 
 	lab_fscrypt_fs_setup(&btrfs, c->dev, c->mnt, NULL, c->mk, sizeof(c->mk), c->id);
-	if (statvfs(c->mnt, &sv) != 0)
-		lab_die("statvfs(%s): " LAB_ERR_FMT, c->mnt, LAB_ERR_ARGS(errno));
-	c->bs = (unsigned)sv.f_bsize;
-	printf("block size (fscrypt data unit) %u\n", c->bs);
-	if (c->bs < 512 || c->bs > 65536 || c->bs % 512)
-		lab_die("unexpected block size %u", c->bs);
+	c->bs = fblk_block_size(c->mnt);
 	fblk_check_key_identifier(c->mk, sizeof(c->mk), c->id);
 
 	ec_make_files(c);

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 
 void fblk_alloc(struct fblk_block *b, unsigned bs)
 {
@@ -120,4 +121,18 @@ int fblk_btrfs_chunks(const char *mnt, struct raw_btrfs_chunk **chunks,
 		printf("\n");
 	}
 	return 0;
+}
+
+unsigned fblk_block_size(const char *mnt)
+{
+	struct statvfs sv;
+	unsigned bs;
+
+	if (statvfs(mnt, &sv) != 0)
+		lab_die("statvfs(%s): " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
+	bs = (unsigned)sv.f_bsize;
+	printf("block size (fscrypt data unit) %u\n", bs);
+	if (bs < 512 || bs > 65536 || bs % 512)
+		lab_die("unexpected block size %u", bs);
+	return bs;
 }

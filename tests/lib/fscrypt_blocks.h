@@ -74,6 +74,12 @@ void fblk_check_key_identifier(const uint8_t *mk, size_t mklen,
 			       const uint8_t *id);
 
 /*
+ * The block size (fscrypt data unit) of the filesystem mounted on @mnt,
+ * printed.  Dies if it cannot be read or is not a plausible block size.
+ */
+unsigned fblk_block_size(const char *mnt);
+
+/*
  * The chunk map of the btrfs mounted on @mnt (raw_btrfs_chunks()), printed.
  * Returns 0, or -1 with the failure recorded.
  */

@@ -49,7 +49,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/btrfs_tree.h>
 
@@ -448,7 +447,6 @@ int fscrypt_ciphertext_test(const struct lab_fscrypt_fs *fs)
 {
 	static struct ct_ctx ctx;
 	struct ct_ctx *c = &ctx;
-	struct statvfs sv;
 	char title[128];
 	size_t i, nblocks = 0, ctl_blocks;
 	int refused, key_err = 0;
@@ -470,12 +468,7 @@ int fscrypt_ciphertext_test(const struct lab_fscrypt_fs *fs)
 
 	refused = lab_fscrypt_fs_make(fs, c->dev, c->mnt, NULL);
 	c->opts_refused = refused;
-	if (statvfs(c->mnt, &sv) != 0)
-		lab_die("statvfs(%s): " LAB_ERR_FMT, c->mnt, LAB_ERR_ARGS(errno));
-	c->bs = (unsigned)sv.f_bsize;
-	printf("block size (fscrypt data unit) %u\n", c->bs);
-	if (c->bs < 512 || c->bs > 65536 || c->bs % 512)
-		lab_die("unexpected block size %u", c->bs);
+	c->bs = fblk_block_size(c->mnt);
 	ct_plan(c, c->bs);
 	ct_write_control(c);
 	if (lab_fscrypt_fs_try_key(fs, c->mnt, c->mk, sizeof(c->mk), c->id) == 0) {
