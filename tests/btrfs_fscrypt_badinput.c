@@ -27,6 +27,30 @@
  *         tree-checker's size rule for encryption 1, so the leaf may be
  *         rejected as a whole (the file does not even open); either
  *         message is accepted.
+ *     Every case but the last has a second encrypted file, the partner,
+ *     whose file extent item is in the same leaf as the victim's, checked,
+ *     else the case fails as vacuous: the subvolume's ROOT_ITEM says its
+ *     tree is a single leaf (level 0) at bytenr B, and on the device the
+ *     newest copy of the block at B holds both items and is the one the
+ *     edit changed (generations alone cannot tell the live leaf: a leaf
+ *     written out during a transaction is COWed again in it).  The
+ *     tree-checker looks only at the size of an extent context; version,
+ *     mode and key identifier are checked when the extent is loaded, so the
+ *     error must stay with the victim: the partner reads back byte-exact,
+ *     the victim stats, and the directory stats and lists both names.
+ *     Also a contents mode that is not the policy's (127);
+ *  4. an inline file extent item in an encrypted regular file (per-inode
+ *     keys, mount option fscrypt_per_inode_keys, when the kernel has
+ *     per-extent keys): the 53-byte item of the victim's only extent, at
+ *     file offset 0 (its leaf found by the file's nonce, in its inode's
+ *     fscrypt context), is rewritten into an inline extent that the
+ *     tree-checker accepts (type 0, compression 0, encryption 0 as the
+ *     series requires of inline extents, ram_bytes = 53 - 21 = 32, the
+ *     inline bytes a plaintext marker).  Encrypted files never get inline
+ *     extents, so reading it must fail with EUCLEAN and the log must say
+ *     "inline extent in encrypted file of root R ino I offset 0", instead
+ *     of handing the marker out as file contents; the partner in the same
+ *     leaf still reads back.
  *
  * The console check of the runner fails the run if any of this oopses.
  */
@@ -36,6 +60,8 @@
 #include "lab.h"
 #include "rawdev.h"
 
+#include <dirent.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,6 +69,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
 #include <linux/fscrypt.h>
 
@@ -53,6 +80,7 @@
 #define FSCRYPT_CONTEXT_V2_VERSION 2
 /* FS_IOC_GET_ENCRYPTION_NONCE returns the 16-byte file nonce. */
 #define FILE_NONCE_SIZE 16
+#define BLK_SIZE 4096
 
 static const char *dev, *mnt;
 
@@ -90,6 +118,17 @@ static void put_le32(unsigned char *p, uint32_t v)
 	p[1] = v >> 8;
 	p[2] = v >> 16;
 	p[3] = v >> 24;
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	return get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
 }
 
 /* ---- 1. ioctl garbage ------------------------------------------------------ */
@@ -183,20 +222,63 @@ out:
 
 /* struct btrfs_header: 101 bytes, then the item array (leaves). */
 #define HDR_SIZE 101
+#define HDR_FSID 32
+#define HDR_BYTENR 48
+#define HDR_GENERATION 80
 #define HDR_NRITEMS 96
 #define HDR_LEVEL 100
 /* struct btrfs_item: disk key (17 bytes), le32 offset, le32 size. */
 #define ITEM_SIZE 25
 #define ITEM_TYPE 8
+#define ITEM_KEY_OFFSET 9
 #define ITEM_OFFSET 17
 #define ITEM_DATA_SIZE 21
+/* struct btrfs_file_extent_item: where the fields are */
+#define FE_RAM_BYTES offsetof(struct btrfs_file_extent_item, ram_bytes)
+#define FE_COMPRESSION offsetof(struct btrfs_file_extent_item, compression)
+#define FE_ENCRYPTION offsetof(struct btrfs_file_extent_item, encryption)
+#define FE_OTHER_ENCODING offsetof(struct btrfs_file_extent_item, other_encoding)
+#define FE_TYPE offsetof(struct btrfs_file_extent_item, type)
+/* inline data starts where a regular extent's disk_bytenr is */
+#define FE_INLINE_DATA offsetof(struct btrfs_file_extent_item, disk_bytenr)
 #define FE_SIZE LAB_BTRFS_FILE_EXTENT_SIZE
 /* the item's encryption byte is this many bytes before its context */
 #define FE_ENCRYPTION_BEFORE_CTX (FE_SIZE - LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF)
 #define EXTENT_CTX_SIZE LAB_FSCRYPT_EXTENT_CTX_SIZE
 #define MAX_EXTENT_CTX 4
 
-static char victim[PATH_MAX];
+/*
+ * The victim is the file whose item is corrupted; the partner (when the
+ * case has one) an intact encrypted file in the same directory, written in
+ * the same transaction, so its items are in the same leaf.
+ */
+static char victim[PATH_MAX], partner[PATH_MAX], enc_dir[PATH_MAX];
+
+/*
+ * For a case with a partner: the subvolume tree's root as the root tree
+ * says after the last commit (read while mounted), the bytes only the
+ * partner's item holds, and what the device showed before the edit.  With
+ * a root of level 0 the tree is that one leaf, which therefore holds every
+ * item of the subvolume; the device must agree (the newest copy of that
+ * block holds the victim's and the partner's bytes, and no block holding
+ * them is newer), and the edit must have changed that block.  The block's
+ * generation alone cannot tell: a leaf written out in the middle of a
+ * transaction is COWed again in the same one, so copies at two addresses
+ * can have the same generation.
+ */
+struct leaf_share {
+	uint64_t root, root_gen;	/* bytenr and generation of the root */
+	uint8_t root_level;
+	const void *needle;
+	size_t len;
+	/* if not NULL: bytes the partner's leaf must hold as well */
+	const void *also;
+	size_t also_len;
+	/* results */
+	int victim_in_root, partner_in_root;
+	uint64_t victim_gen;		/* of the root block holding the victim */
+	int live_leaf_edited;
+};
 
 /*
  * Change one tree block in place: @in is where the searched bytes are in
@@ -206,21 +288,76 @@ typedef int (*tree_edit_fn)(unsigned char *blk, uint32_t nodesize, size_t in,
 			    void *arg);
 
 /*
+ * Read the tree block at device offset @start into @blk; 1 if it is one of
+ * this filesystem's (the fsid of @sb) with a valid crc32c.
+ */
+static int read_tree_block(uint64_t start, unsigned char *blk,
+			   uint32_t nodesize, const unsigned char *sb)
+{
+	if (!CHECK_OK(raw_read(dev, start, blk, nodesize), "read block at %llu",
+		      (unsigned long long)start))
+		return 0;
+	return !memcmp(blk + HDR_FSID, sb + HDR_FSID, 16) &&
+	       get_le32(blk) == crc32c(blk + 32, nodesize - 32);
+}
+
+/*
+ * Do the valid leaves holding the bytes of @nd (scanned) put them in the
+ * block at logical address @root, in its newest copy, with no newer block
+ * holding them elsewhere?  That copy's generation goes to *@gen.  With
+ * @also, that copy must hold the @also_len bytes at @also too.
+ */
+static int in_root_leaf(const struct raw_needle *nd, unsigned char *blk,
+			uint32_t nodesize, const unsigned char *sb,
+			uint64_t root, uint64_t *gen, const void *also,
+			size_t also_len)
+{
+	uint64_t newest = 0, g;
+	int has_also = 0;
+	size_t i;
+
+	*gen = 0;
+	for (i = 0; i < nd->noffs; i++) {
+		uint64_t off = nd->offs[i], start = off - off % nodesize;
+		size_t in = off - start;
+
+		if (in + nd->len > nodesize ||
+		    !read_tree_block(start, blk, nodesize, sb) ||
+		    blk[HDR_LEVEL] != 0 || memcmp(blk + in, nd->data, nd->len))
+			continue;
+		g = get_le64(blk + HDR_GENERATION);
+		if (g > newest)
+			newest = g;
+		if (get_le64(blk + HDR_BYTENR) == root && g > *gen) {
+			*gen = g;
+			has_also = !also || memmem(blk, nodesize, also, also_len);
+		}
+	}
+	return *gen != 0 && *gen == newest && has_also;
+}
+
+/*
  * Every tree block of this filesystem on @dev (its fsid, a valid crc32c)
  * that holds the @len bytes at @needle goes through @edit; the blocks it
  * changes get their checksum fixed and are written back, so that only
  * what checks the items (the tree-checker, fscrypt) can catch the change.
- * Every copy is changed (DUP metadata, older copies).  Returns the number
- * of blocks changed, or -1 (with the failure recorded).
+ * Every copy is changed (DUP metadata, older copies).  With @share, the
+ * same scan finds the partner's bytes, and *@share says which leaves held
+ * both before the edit.  Returns the number of blocks changed, or -1 (with
+ * the failure recorded).
  */
 static int rewrite_tree_blocks(const char *label, const void *needle,
-			       size_t len, tree_edit_fn edit, void *arg)
+			       size_t len, tree_edit_fn edit, void *arg,
+			       struct leaf_share *share)
 {
-	struct raw_needle nd = { .label = label, .data = needle, .len = len };
+	struct raw_needle nd[2] = {
+		{ .label = label, .data = needle, .len = len },
+		{ .label = "partner's item" },
+	};
 	unsigned char sb[4096], *blk = NULL;
 	uint32_t nodesize;
 	int changed = 0;
-	size_t i;
+	size_t i, n = 1;
 
 	if (!CHECK_OK(raw_read(dev, SB_OFFSET, sb, sizeof(sb)), "read superblock"))
 		return -1;
@@ -229,22 +366,41 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 		   !(nodesize & (nodesize - 1)), "implausible nodesize %u",
 		   nodesize))
 		return -1;
-	if (!CHECK_OK(raw_scan(dev, &nd, 1), "scan %s for the %s", dev, label))
+	if (share) {
+		nd[1].data = share->needle;
+		nd[1].len = share->len;
+		n = 2;
+	}
+	if (!CHECK_OK(raw_scan(dev, nd, n), "scan %s for the %s", dev, label))
 		return -1;
-	CHECK(nd.count == (long long)nd.noffs,
-	      "%lld copies of the %s, more than the %d kept", nd.count, label,
-	      RAW_NEEDLE_MAX_OFFS);
+	for (i = 0; i < n; i++)
+		CHECK(nd[i].count == (long long)nd[i].noffs,
+		      "%lld copies of the %s, more than the %d kept",
+		      nd[i].count, nd[i].label, RAW_NEEDLE_MAX_OFFS);
 	blk = lab_xmalloc(nodesize);
-	for (i = 0; i < nd.noffs; i++) {
-		uint64_t off = nd.offs[i], start = off - off % nodesize;
+	if (share) {
+		uint64_t pgen;
+
+		share->victim_in_root =
+			in_root_leaf(&nd[0], blk, nodesize, sb, share->root,
+				     &share->victim_gen, NULL, 0);
+		share->partner_in_root =
+			in_root_leaf(&nd[1], blk, nodesize, sb, share->root,
+				     &pgen, share->also, share->also_len);
+		share->live_leaf_edited = 0;
+		printf("subvolume tree root %llu (level %u, generation %llu): the newest copy on %s holds the victim's item: %s, the partner's: %s\n",
+		       (unsigned long long)share->root, share->root_level,
+		       (unsigned long long)share->root_gen, dev,
+		       share->victim_in_root ? "yes" : "no",
+		       share->partner_in_root ? "yes" : "no");
+	}
+	for (i = 0; i < nd[0].noffs; i++) {
+		uint64_t off = nd[0].offs[i], start = off - off % nodesize;
 		size_t in = off - start;
 
 		/* read again: an earlier edit may have changed the block */
 		if (in + len > nodesize ||
-		    !CHECK_OK(raw_read(dev, start, blk, nodesize), "read block"))
-			continue;
-		if (memcmp(blk + 32, sb + 32, 16) ||
-		    get_le32(blk) != crc32c(blk + 32, nodesize - 32) ||
+		    !read_tree_block(start, blk, nodesize, sb) ||
 		    memcmp(blk + in, needle, len) ||
 		    !edit(blk, nodesize, in, arg))
 			continue;
@@ -253,6 +409,9 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 			      "rewrite tree block at %llu",
 			      (unsigned long long)start))
 			break;
+		if (share && get_le64(blk + HDR_BYTENR) == share->root &&
+		    get_le64(blk + HDR_GENERATION) == share->victim_gen)
+			share->live_leaf_edited = 1;
 		changed++;
 	}
 	free(blk);
@@ -260,28 +419,153 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 }
 
 /*
- * A fresh filesystem with an encrypted file, victim[] (sv/enc/victim),
- * holding @data; left mounted.  The file is in a subvolume of its own, so
- * that the filesystem still mounts when a leaf of it is rejected.
+ * The root of the tree of the subvolume holding @path, from its ROOT_ITEM
+ * in the root tree (BTRFS_IOC_TREE_SEARCH of tree 1): its bytenr,
+ * generation and level go to *@share.  Call after sync(), just before
+ * unmounting.  0 or -1 (failure recorded).
+ */
+static int read_subvol_root(const char *path, struct leaf_share *share)
+{
+	struct btrfs_ioctl_ino_lookup_args il = {
+		.treeid = 0,
+		.objectid = BTRFS_FIRST_FREE_OBJECTID,
+	};
+	struct btrfs_ioctl_search_args sa;
+	struct btrfs_ioctl_search_header sh;
+	struct btrfs_root_item ri;
+	int fd, ok = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!CHECK_OK(fd, "open %s", path))
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	if (!CHECK_OK(ioctl(fd, BTRFS_IOC_INO_LOOKUP, &il),
+		      "BTRFS_IOC_INO_LOOKUP of %s", path))
+		goto out;
+	sa.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+	sa.key.min_objectid = sa.key.max_objectid = il.treeid;
+	sa.key.min_type = sa.key.max_type = BTRFS_ROOT_ITEM_KEY;
+	sa.key.max_offset = (uint64_t)-1;
+	sa.key.max_transid = (uint64_t)-1;
+	sa.key.nr_items = 1;
+	if (!CHECK_OK(ioctl(fd, BTRFS_IOC_TREE_SEARCH, &sa),
+		      "ROOT_ITEM of subvolume %llu", (unsigned long long)il.treeid))
+		goto out;
+	memcpy(&sh, sa.buf, sizeof(sh));
+	if (!CHECK(sa.key.nr_items == 1 && sh.objectid == il.treeid &&
+		   sh.type == BTRFS_ROOT_ITEM_KEY &&
+		   sh.len >= offsetof(struct btrfs_root_item, level) + 1,
+		   "no ROOT_ITEM of subvolume %llu in the root tree",
+		   (unsigned long long)il.treeid))
+		goto out;
+	memset(&ri, 0, sizeof(ri));
+	memcpy(&ri, sa.buf + sizeof(sh), sh.len < sizeof(ri) ? sh.len : sizeof(ri));
+	share->root = le64toh(ri.bytenr);
+	share->root_gen = le64toh(ri.generation);
+	share->root_level = ri.level;
+	ok = 1;
+out:
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The case is only worth something if the victim's and the partner's items
+ * were in one leaf, and that leaf got the corruption.
+ */
+static int check_shared_leaf(const char *what, const struct leaf_share *share)
+{
+	int ok = CHECK(share->root_level == 0,
+		       "%s: the subvolume tree has level %u, not a single leaf: cannot tell that the victim and the partner share a leaf",
+		       what, share->root_level);
+
+	ok = ok && CHECK(share->victim_in_root && share->partner_in_root,
+			 "%s: the newest copy of the subvolume's only leaf %llu on %s holds the victim's item: %s, the partner's: %s; the partner check would prove nothing",
+			 what, (unsigned long long)share->root, dev,
+			 share->victim_in_root ? "yes" : "no",
+			 share->partner_in_root ? "yes" : "no");
+	ok = ok && CHECK(share->live_leaf_edited,
+			 "%s: the live leaf %llu (generation %llu) was not among the blocks changed",
+			 what, (unsigned long long)share->root,
+			 (unsigned long long)share->victim_gen);
+	if (ok)
+		printf("%s: the victim's and the partner's items are both in leaf %llu, the subvolume's only one, and it was changed\n",
+		       what, (unsigned long long)share->root);
+	return ok;
+}
+
+/*
+ * The slot of the item of @type whose data starts at @in in the leaf @blk
+ * and is @size bytes long, or -1.
+ */
+static int find_item(const unsigned char *blk, uint32_t nodesize, size_t in,
+		     uint8_t type, uint32_t size)
+{
+	uint32_t nritems = get_le32(blk + HDR_NRITEMS), slot;
+	const unsigned char *it;
+
+	if (blk[HDR_LEVEL] != 0 || nritems == 0 ||
+	    HDR_SIZE + (size_t)nritems * ITEM_SIZE > nodesize)
+		return -1;
+	for (slot = 0; slot < nritems; slot++) {
+		it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
+		if (it[ITEM_TYPE] == type &&
+		    HDR_SIZE + (size_t)get_le32(it + ITEM_OFFSET) == in &&
+		    get_le32(it + ITEM_DATA_SIZE) == size)
+			return (int)slot;
+	}
+	return -1;
+}
+
+/* The slot of the item with key (@objectid, @type, @offset) in @blk, or -1. */
+static int find_item_by_key(const unsigned char *blk, uint32_t nodesize,
+			    uint64_t objectid, uint8_t type, uint64_t offset)
+{
+	uint32_t nritems = get_le32(blk + HDR_NRITEMS), slot;
+	const unsigned char *it;
+
+	if (blk[HDR_LEVEL] != 0 || nritems == 0 ||
+	    HDR_SIZE + (size_t)nritems * ITEM_SIZE > nodesize)
+		return -1;
+	for (slot = 0; slot < nritems; slot++) {
+		it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
+		if (get_le64(it) == objectid && it[ITEM_TYPE] == type &&
+		    get_le64(it + ITEM_KEY_OFFSET) == offset)
+			return (int)slot;
+	}
+	return -1;
+}
+
+/*
+ * A fresh filesystem mounted with @opts (may be NULL) with an encrypted
+ * file, victim[] (sv/enc/victim), holding @data, and if @pdata is not NULL
+ * the partner (sv/enc/partner) holding @pdata, both written back in one
+ * transaction; left mounted.  The files are in a subvolume of their own,
+ * so that the filesystem still mounts when a leaf of it is rejected.
  */
 static int make_victim(uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
-		       const void *data, size_t len)
+		       const void *data, size_t len, const char *opts,
+		       const void *pdata, size_t plen)
 {
-	char sv[PATH_MAX], enc[PATH_MAX];
+	char sv[PATH_MAX];
 
 	if (lab_mkfs("mkfs.btrfs -q -f", dev))
 		lab_die("mkfs.btrfs %s failed", dev);
-	if (lab_mount(dev, mnt, "btrfs", NULL))
-		lab_die("mount %s: %s", dev, strerror(errno));
+	if (lab_mount(dev, mnt, "btrfs", opts))
+		lab_die("mount %s -o %s: %s", dev, opts ? opts : "(none)",
+			strerror(errno));
 	PATHF(sv, "%s/sv", mnt);
-	PATHF(enc, "%s/sv/enc", mnt);
-	PATHF(victim, "%s/sv/enc/victim", mnt);
+	PATHF(enc_dir, "%s/sv/enc", mnt);
+	PATHF(victim, "%s/victim", enc_dir);
+	PATHF(partner, "%s/partner", enc_dir);
 	if (!CHECK(run("btrfs subvolume create %s >/dev/null", sv) == 0,
 		   "subvolume create") ||
 	    !CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key") ||
-	    !CHECK_OK(mkdir(enc, 0755), "mkdir") ||
-	    !CHECK_OK(lab_set_policy(enc, id), "set policy") ||
-	    !CHECK_OK(write_file(victim, data, len), "write %s", victim)) {
+	    !CHECK_OK(mkdir(enc_dir, 0755), "mkdir") ||
+	    !CHECK_OK(lab_set_policy(enc_dir, id), "set policy") ||
+	    !CHECK_OK(write_file(victim, data, len), "write %s", victim) ||
+	    (pdata && !CHECK_OK(write_file(partner, pdata, plen), "write %s",
+				partner))) {
 		lab_umount(mnt);
 		return -1;
 	}
@@ -290,16 +574,54 @@ static int make_victim(uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
 
 /*
  * Mark the kernel log with @marker (only later lines count; never dmesg -C:
- * it would erase the KUnit results), mount again and add the key.
+ * it would erase the KUnit results), mount again with @opts and add the key.
  */
 static int remount_marked(const char *marker,
-			  uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE])
+			  uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
+			  const char *opts)
 {
 	CHECK(run("echo %s > /dev/kmsg", marker) == 0, "write to /dev/kmsg");
-	if (!CHECK_OK(lab_mount(dev, mnt, "btrfs", NULL), "mount after corruption"))
+	if (!CHECK_OK(lab_mount(dev, mnt, "btrfs", opts), "mount after corruption"))
 		return -1;
 	CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key");
 	return 0;
+}
+
+/*
+ * After the victim failed: the rest of its leaf is fine.  The directory
+ * stats and lists both names, the victim's inode stats, and the partner
+ * reads back byte-exact (the mount is fresh: nothing of it is cached).
+ */
+static void expect_partner_intact(const char *what, const void *pdata,
+				  size_t plen)
+{
+	int seen_victim = 0, seen_partner = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	CHECK_OK(stat(enc_dir, &st), "%s: stat of the directory %s", what,
+		 enc_dir);
+	CHECK_OK(stat(victim, &st), "%s: stat of the victim %s", what, victim);
+	d = opendir(enc_dir);
+	if (CHECK(d != NULL, "%s: opendir %s: " LAB_ERR_FMT, what, enc_dir,
+		  LAB_ERR_ARGS(errno))) {
+		errno = 0;
+		while ((de = readdir(d))) {
+			seen_victim |= !strcmp(de->d_name, "victim");
+			seen_partner |= !strcmp(de->d_name, "partner");
+		}
+		CHECK(errno == 0, "%s: readdir %s: " LAB_ERR_FMT, what, enc_dir,
+		      LAB_ERR_ARGS(errno));
+		closedir(d);
+		CHECK(seen_victim && seen_partner,
+		      "%s: readdir of %s: victim %s, partner %s", what, enc_dir,
+		      seen_victim ? "listed" : "missing",
+		      seen_partner ? "listed" : "missing");
+	}
+	if (CHECK_FILE_EQUALS(partner, pdata, plen))
+		printf("%s: the partner in the same leaf reads back byte-exact\n",
+		       what);
 }
 
 /* Is there a kernel log line matching the extended regex @ere after @marker? */
@@ -339,19 +661,19 @@ static void test_corrupt_context(unsigned char version, const char *logmsg)
 	int n, r, e;
 
 	fill_pattern(data, sizeof(data), version);
-	if (make_victim(id, data, sizeof(data)))
+	if (make_victim(id, data, sizeof(data), NULL, NULL, 0))
 		return;
 	CHECK_OK(lab_umount(mnt), "umount");
 
 	n = rewrite_tree_blocks("master key identifier", id, sizeof(id),
-				edit_inode_ctx_version, &version);
+				edit_inode_ctx_version, &version, NULL);
 	if (!CHECK(n >= 1, "no fscrypt context of the key found on %s", dev))
 		return;
 	printf("set the version of %d context cop%s to %u\n", n,
 	       n == 1 ? "y" : "ies", version);
 
 	snprintf(marker, sizeof(marker), "lab-badinput-%u-%d", version, getpid());
-	if (remount_marked(marker, id))
+	if (remount_marked(marker, id, NULL))
 		return;
 	errno = 0;
 	r = stat(victim, &st);
@@ -399,6 +721,21 @@ static int edit_ctx_version(unsigned char *blk, uint32_t nodesize, size_t in,
 	return 1;
 }
 
+/* A contents mode the policy does not have (the policy's is AES-256-XTS). */
+#define BAD_CTX_MODE 127
+
+static int edit_ctx_mode(unsigned char *blk, uint32_t nodesize, size_t in,
+			 void *arg)
+{
+	(void)nodesize;
+	(void)arg;
+	if (!is_extent_ctx(blk, in) ||
+	    blk[in + LAB_FSCRYPT_EXTENT_CTX_MODE_OFF] != FSCRYPT_MODE_AES_256_XTS)
+		return 0;
+	blk[in + LAB_FSCRYPT_EXTENT_CTX_MODE_OFF] = BAD_CTX_MODE;
+	return 1;
+}
+
 /* encryption 2 -> 1, the item still 87 bytes long */
 static int edit_encryption(unsigned char *blk, uint32_t nodesize, size_t in,
 			   void *arg)
@@ -425,22 +762,17 @@ static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
 	uint32_t nritems, slot, i, data_end;
 	size_t item = in - FE_SIZE;	/* where the item's data starts */
 	unsigned char *it;
+	int found;
 
 	(void)arg;
-	if (!is_extent_ctx(blk, in) || blk[HDR_LEVEL] != 0)
+	if (!is_extent_ctx(blk, in))
 		return 0;
+	found = find_item(blk, nodesize, item, BTRFS_EXTENT_DATA_KEY,
+			  FE_SIZE + EXTENT_CTX_SIZE);
+	if (found < 0)
+		return 0;
+	slot = (uint32_t)found;
 	nritems = get_le32(blk + HDR_NRITEMS);
-	if (nritems == 0 || HDR_SIZE + (size_t)nritems * ITEM_SIZE > nodesize)
-		return 0;
-	for (slot = 0; slot < nritems; slot++) {
-		it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
-		if (it[ITEM_TYPE] == BTRFS_EXTENT_DATA_KEY &&
-		    HDR_SIZE + (size_t)get_le32(it + ITEM_OFFSET) == item &&
-		    get_le32(it + ITEM_DATA_SIZE) == FE_SIZE + EXTENT_CTX_SIZE)
-			break;
-	}
-	if (slot == nritems)
-		return 0;
 	data_end = HDR_SIZE + get_le32(blk + HDR_SIZE + (size_t)(nritems - 1) * ITEM_SIZE +
 				       ITEM_OFFSET);
 	if (data_end > item || item + FE_SIZE + EXTENT_CTX_SIZE > nodesize)
@@ -508,20 +840,50 @@ static void expect_unreadable(const struct extent_case *ec, const void *data,
 	free(buf);
 }
 
+/*
+ * The per-extent context of the only file extent item of @path (sync'ed
+ * before), into @ctx; 0 or -1 (failure recorded).
+ */
+static int only_extent_ctx(const char *path, unsigned char ctx[EXTENT_CTX_SIZE])
+{
+	struct lab_btrfs_file_extent *fe = NULL;
+	size_t nfe = 0;
+	struct stat st;
+	int ok;
+
+	if (!CHECK_OK(stat(path, &st), "stat %s", path) ||
+	    !CHECK_OK(lab_btrfs_file_extents(path, st.st_ino, &fe, &nfe),
+		      "file extent items of %s through TREE_SEARCH_V2", path))
+		return -1;
+	ok = CHECK(nfe == 1 &&
+		   fe[0].encryption == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
+		   fe[0].item_size == FE_SIZE + EXTENT_CTX_SIZE,
+		   "%s: %zu file extent item(s) (first: encryption %u, %u bytes), expected one with encryption 2 and an extent context",
+		   path, nfe, nfe ? fe[0].encryption : 0,
+		   nfe ? fe[0].item_size : 0);
+	if (ok)
+		memcpy(ctx, fe[0].ctx, EXTENT_CTX_SIZE);
+	free(fe);
+	return ok ? 0 : -1;
+}
+
 static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 {
 	unsigned char ctx[MAX_EXTENT_CTX][EXTENT_CTX_SIZE];
+	unsigned char pctx[EXTENT_CTX_SIZE];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	struct lab_btrfs_file_extent *fe = NULL;
-	unsigned char data[8192];
+	struct leaf_share share = { .needle = pctx, .len = sizeof(pctx) };
+	unsigned char data[8192], pdata[8192];
 	char marker[64];
 	size_t nfe = 0, nctx = 0, i;
 	struct stat st;
-	int n = 0, r;
+	int n = 0, r, have_partner;
 
 	printf("== extent context corruption: %s\n", ec->what);
 	fill_pattern(data, sizeof(data), seed);
-	if (make_victim(id, data, sizeof(data)))
+	fill_pattern(pdata, sizeof(pdata), seed ^ 0x5a5a0000u);
+	if (make_victim(id, data, sizeof(data), NULL, pdata, sizeof(pdata)))
 		return;
 	sync();		/* writeback: the file extent items exist now */
 	if (CHECK_OK(stat(victim, &st), "stat %s", victim) &&
@@ -537,13 +899,17 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 		      nfe, nctx);
 	}
 	free(fe);
+	have_partner = only_extent_ctx(partner, pctx) == 0;
+	sync();
+	have_partner = have_partner && read_subvol_root(victim, &share) == 0;
 	CHECK_OK(lab_umount(mnt), "umount");
 	if (nctx == 0)
 		return;
 
 	for (i = 0; i < nctx; i++) {
 		r = rewrite_tree_blocks("extent context", ctx[i], EXTENT_CTX_SIZE,
-					ec->edit, NULL);
+					ec->edit, NULL,
+					i == 0 && have_partner ? &share : NULL);
 		if (r < 0)
 			return;
 		n += r;
@@ -552,24 +918,33 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 		   ec->what, dev))
 		return;
 	printf("%s: changed %d tree block cop%s\n", ec->what, n, n == 1 ? "y" : "ies");
+	/* Where the leaf as a whole may be rejected, the partner goes with it. */
+	if (ec->inode_ok && have_partner)
+		have_partner = check_shared_leaf(ec->what, &share);
 
 	snprintf(marker, sizeof(marker), "lab-badinput-%s-%d", ec->tag, getpid());
-	if (remount_marked(marker, id))
+	if (remount_marked(marker, id, NULL))
 		return;
 	expect_unreadable(ec, data, sizeof(data));
 	CHECK(log_has(marker, ec->log_ere),
 	      "%s: no kernel log line matching \"%s\" after the corruption",
 	      ec->what, ec->log_ere);
+	if (ec->inode_ok && have_partner)
+		expect_partner_intact(ec->what, pdata, sizeof(pdata));
 	CHECK_OK(lab_umount(mnt), "umount after corruption");
 }
 
 static const struct extent_case extent_cases[] = {
+	/* fscrypt says why when the extent is loaded, not the tree-checker */
 	{ "extent-key-id", "master key identifier of the extent context",
 	  edit_ctx_key_id,
-	  "Rejecting extent encryption context|bad extent encryption context", 1 },
+	  "Rejecting extent encryption context [(]master key differs", 1 },
 	{ "extent-version", "extent context version 9",
 	  edit_ctx_version,
-	  "Rejecting extent encryption context|bad extent encryption context", 1 },
+	  "Rejecting extent encryption context [(]unknown version", 1 },
+	{ "extent-mode", "extent context contents mode 127",
+	  edit_ctx_mode,
+	  "Rejecting extent encryption context [(]contents mode differs", 1 },
 	/*
 	 * The item keeps its 87 bytes: the tree-checker's size rule (53 bytes
 	 * unless encryption is 2) may reject the leaf before the inode check
@@ -583,8 +958,188 @@ static const struct extent_case extent_cases[] = {
 	  "has encryption 1, the inode needs 2", 1 },
 };
 
+/* ---- 4. an inline extent in an encrypted file ----------------------------- */
+
+#define INLINE_LEN (FE_SIZE - FE_INLINE_DATA)	/* 32 bytes in a 53-byte item */
+
+/*
+ * What edit_make_inline() changes: the item (@ino, EXTENT_DATA, 0) holding
+ * @item, in a leaf found by the nonce of the inode's fscrypt context (16
+ * random bytes, a fast needle: the item itself is mostly zero bytes, which
+ * makes a scan of the whole device crawl).
+ */
+struct inline_edit {
+	uint64_t ino;
+	unsigned char item[FE_SIZE];
+	unsigned char data[INLINE_LEN];
+};
+
+/*
+ * The victim's 53-byte item of a regular extent at file offset 0 becomes
+ * an inline extent the tree-checker accepts: type inline, no compression,
+ * encryption 0 (inline extents are never encrypted), ram_bytes = item
+ * size - 21, and the marker as its data.
+ */
+static int edit_make_inline(unsigned char *blk, uint32_t nodesize, size_t in,
+			    void *arg)
+{
+	const struct inline_edit *ie = arg;
+	const unsigned char *it;
+	unsigned char *fe;
+	int slot;
+
+	(void)in;
+	slot = find_item_by_key(blk, nodesize, ie->ino, BTRFS_EXTENT_DATA_KEY, 0);
+	if (slot < 0)
+		return 0;
+	it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
+	fe = blk + HDR_SIZE + get_le32(it + ITEM_OFFSET);
+	if (get_le32(it + ITEM_DATA_SIZE) != FE_SIZE ||
+	    HDR_SIZE + (size_t)get_le32(it + ITEM_OFFSET) + FE_SIZE > nodesize ||
+	    memcmp(fe, ie->item, FE_SIZE) ||
+	    fe[FE_TYPE] != BTRFS_FILE_EXTENT_REG ||
+	    fe[FE_ENCRYPTION] != LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE)
+		return 0;
+	put_le64(fe + FE_RAM_BYTES, INLINE_LEN);
+	fe[FE_COMPRESSION] = 0;		/* BTRFS_COMPRESS_NONE */
+	fe[FE_ENCRYPTION] = LAB_BTRFS_ENCRYPTION_NONE;
+	fe[FE_OTHER_ENCODING] = 0;
+	fe[FE_OTHER_ENCODING + 1] = 0;
+	fe[FE_TYPE] = BTRFS_FILE_EXTENT_INLINE;
+	memcpy(fe + FE_INLINE_DATA, ie->data, INLINE_LEN);
+	return 1;
+}
+
+/*
+ * The only file extent item of @path (sync'ed before), which must be the
+ * 53-byte item of a regular extent with per-inode encryption at offset 0:
+ * its bytes into @item, its inode number into *@ino.  0 or -1.
+ */
+static int only_inode_key_item(const char *path, unsigned char item[FE_SIZE],
+			       uint64_t *ino)
+{
+	struct lab_btrfs_item *items = NULL;
+	uint64_t flags = 0;
+	struct stat st;
+	size_t n = 0;
+	int ok;
+
+	if (!CHECK_OK(stat(path, &st), "stat %s", path) ||
+	    !CHECK_OK(lab_btrfs_search(path, st.st_ino, BTRFS_EXTENT_DATA_KEY,
+				       &items, &n),
+		      "file extent items of %s through TREE_SEARCH_V2", path))
+		return -1;
+	*ino = st.st_ino;
+	ok = CHECK(n == 1 && items[0].offset == 0 && items[0].len == FE_SIZE &&
+		   items[0].data[FE_TYPE] == BTRFS_FILE_EXTENT_REG &&
+		   items[0].data[FE_ENCRYPTION] == LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE,
+		   "%s: %zu file extent item(s) (first: offset %llu, %u bytes, type %u, encryption %u), expected one regular extent at 0 with per-inode encryption",
+		   path, n, n ? (unsigned long long)items[0].offset : 0ULL,
+		   n ? items[0].len : 0, n ? items[0].data[FE_TYPE] : 0,
+		   n && items[0].len > FE_ENCRYPTION ? items[0].data[FE_ENCRYPTION] : 0);
+	if (ok)
+		memcpy(item, items[0].data, FE_SIZE);
+	lab_btrfs_items_free(items, n);
+	if (ok && CHECK_OK(lab_btrfs_inode_flags(path, st.st_ino, &flags),
+			   "inode flags of %s", path))
+		ok = CHECK((flags & LAB_BTRFS_INODE_ENCRYPT) &&
+			   !(flags & LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT),
+			   "%s: inode flags 0x%llx, expected ENCRYPT without ENCRYPT_PER_EXTENT",
+			   path, (unsigned long long)flags);
+	return ok ? 0 : -1;
+}
+
+static void test_inline_extent(int extent_keys)
+{
+	/* the option exists, and is needed, only beside per-extent keys */
+	const char *opts = extent_keys ? LAB_BTRFS_PER_INODE_KEYS_OPT : NULL;
+	unsigned char pitem[FE_SIZE], buf[BLK_SIZE + 1];
+	unsigned char data[BLK_SIZE], pdata[BLK_SIZE];
+	unsigned char nonce[FILE_NONCE_SIZE], pnonce[FILE_NONCE_SIZE];
+	static struct inline_edit ie;
+	struct leaf_share share = {
+		.needle = pnonce, .len = sizeof(pnonce),
+		.also = pitem, .also_len = sizeof(pitem),
+	};
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	char marker[64], hex[INLINE_LEN], ere[160];
+	const char *what = "inline extent in an encrypted file";
+	unsigned char *inline_data = ie.data;
+	uint64_t pino = 0;
+	ssize_t got;
+	int n, fd, e;
+
+	printf("== %s (per-inode keys%s)\n", what,
+	       opts ? ", mount option " LAB_BTRFS_PER_INODE_KEYS_OPT : "");
+	/* printable, so that a leak of it shows in the log */
+	lab_random_hex(hex, (INLINE_LEN - 12) / 2);
+	memcpy(inline_data, "LAB-INLINE-", 11);
+	memcpy(inline_data + 11, hex, INLINE_LEN - 12);
+	inline_data[INLINE_LEN - 1] = '.';
+	fill_pattern(data, sizeof(data), 0x1e1e0001u);
+	fill_pattern(pdata, sizeof(pdata), 0x1e1e0002u);
+	/* one block each: one extent, at file offset 0 */
+	if (make_victim(id, data, sizeof(data), opts, pdata, sizeof(pdata)))
+		return;
+	sync();
+	n = only_inode_key_item(victim, ie.item, &ie.ino) == 0 &&
+	    only_inode_key_item(partner, pitem, &pino) == 0 &&
+	    CHECK_OK(lab_get_nonce(victim, nonce), "nonce of %s", victim) &&
+	    CHECK_OK(lab_get_nonce(partner, pnonce), "nonce of %s", partner);
+	sync();
+	n = n && read_subvol_root(victim, &share) == 0;
+	CHECK_OK(lab_umount(mnt), "umount");
+	if (!n)
+		return;
+
+	n = rewrite_tree_blocks("victim's nonce", nonce, sizeof(nonce),
+				edit_make_inline, &ie, &share);
+	if (!CHECK(n >= 1, "%s: no tree block with the victim's item found on %s",
+		   what, dev))
+		return;
+	printf("%s: changed %d tree block cop%s\n", what, n, n == 1 ? "y" : "ies");
+	n = check_shared_leaf(what, &share);
+
+	snprintf(marker, sizeof(marker), "lab-badinput-inline-%d", getpid());
+	if (remount_marked(marker, id, opts))
+		return;
+	errno = 0;
+	fd = open(victim, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	if (CHECK(fd >= 0, "%s: open() failed with " LAB_ERR_FMT
+		  "; only the extent is bad, the file should open and read() fail",
+		  what, LAB_ERR_ARGS(e))) {
+		errno = 0;
+		got = lab_pread_full(fd, buf, sizeof(buf), 0);
+		e = errno;
+		close(fd);
+		if (got < 0)
+			printf("%s: read() failed with " LAB_ERR_FMT "\n", what,
+			       LAB_ERR_ARGS(e));
+		if (got < 0)
+			CHECK(e == EUCLEAN,
+			      "%s: read() failed with " LAB_ERR_FMT ", expected EUCLEAN",
+			      what, LAB_ERR_ARGS(e));
+		else
+			CHECK(0, "%s: read() returned %zd bytes instead of failing with EUCLEAN%s",
+			      what, got,
+			      got >= (ssize_t)INLINE_LEN &&
+			      !memcmp(buf, inline_data, INLINE_LEN) ?
+			      ": the inline bytes were handed out as file contents" : "");
+	}
+	snprintf(ere, sizeof(ere),
+		 "inline extent in encrypted file of root [0-9]+ ino %llu offset 0",
+		 (unsigned long long)ie.ino);
+	CHECK(log_has(marker, ere),
+	      "%s: no kernel log line matching \"%s\"", what, ere);
+	if (n)
+		expect_partner_intact(what, pdata, sizeof(pdata));
+	CHECK_OK(lab_umount(mnt), "umount after corruption");
+}
+
 int main(void)
 {
+	int extent_keys;
 	size_t i;
 
 	dev = lab_env("SCRATCH_DEV");
@@ -599,12 +1154,14 @@ int main(void)
 
 	test_corrupt_context(9, "unknown version 9");
 	test_corrupt_context(1, "version 1 has size 28, item size 40");
-	if (access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) != 0) {
+	extent_keys = access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0;
+	if (!extent_keys) {
 		printf("no %s: btrfs has per-inode keys only, no extent contexts to corrupt\n",
 		       LAB_BTRFS_EXTENT_KEYS_FEATURE);
 	} else {
 		for (i = 0; i < sizeof(extent_cases) / sizeof(extent_cases[0]); i++)
 			test_corrupt_extent(&extent_cases[i], 0xe0u + (uint32_t)i);
 	}
+	test_inline_extent(extent_keys);
 	return lab_result("btrfs_fscrypt_badinput");
 }

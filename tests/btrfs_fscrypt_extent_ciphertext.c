@@ -9,8 +9,9 @@
  *     default mount options, so that new encrypted regular files get a key
  *     per extent; a random master key, whose identifier must be the
  *     HKDF-SHA512 one;
- *  2. a v2 policy on an empty directory and three files in it, each made of
- *     several extents (every write is fsynced, so each is an extent):
+ *  2. a v2 policy on an empty directory and files in it, the first three
+ *     made of several extents (every write is fsynced, so each is an
+ *     extent):
  *       pieces:   blocks [0,4), [4,6), [6,7) and 1000 bytes; then block 2
  *                 overwritten, which splits the first extent: its tail
  *                 [3,4) keeps the first extent's key, at extent offset 3;
@@ -20,6 +21,17 @@
  *                 file offset; then a block and 100 bytes;
  *       prealloc: blocks [0,2); fallocate of [2,6); block 3 written, which
  *                 splits the preallocated extent around it;
+ *     and reflinks whose destination offset is below, equal to or above
+ *     the offset of their source inside its extent (ec_clones[]): a source
+ *     file "src" of one EC_SRC_BLOCKS-block extent, and files with clones
+ *     of part of it (the second half to offset 0 and to block 2: below;
+ *     [8,24) to block 8: equal; to block 12: above), of whole extents
+ *     (pieces' [4,6) to block 0, a lower file offset but equal to the
+ *     extent offset 0; all of src to block 2: above) and of a split piece
+ *     (pieces' [3,4), extent offset 3, to block 0: below).  Below means
+ *     that the item's file offset minus its extent offset, where the extent
+ *     would begin in the file, is negative; its IVs still count from the
+ *     extent's start;
  *  3. while mounted (BTRFS_IOC_TREE_SEARCH_V2 on the file's subvolume):
  *     - inode flags: the directory is ENCRYPT but not ENCRYPT_PER_EXTENT,
  *       the files are both;
@@ -36,6 +48,11 @@
  *       PREALLOC items with a context, which FIEMAP reports unwritten;
  *     - for every block, FIEMAP's address equals the one the item gives
  *       (disk_bytenr + extent offset + position in the item);
+ *     - each reflink of ec_clones[] is an item of its source's extent, at
+ *       the source's extent offset, with its context, and lies below, at or
+ *       above that offset as the case says;
+ *     - every file reads back byte-exact: right after it was made, and
+ *       again after dropping the caches;
  *  4. after unmounting, every written block, read with O_DIRECT where FIEMAP
  *     says (mapped through the chunk tree), must equal AES-256-XTS with the
  *     extent key HKDF-SHA512(master key, "fscrypt\0" || 9 || extent nonce)
@@ -50,7 +67,9 @@
  *     per-inode-key ciphertext (context 2, the inode's nonce, IV = logical
  *     block).  And the IV rule must have been exercised: blocks whose IV
  *     differs from their logical block, blocks at a nonzero extent offset,
- *     and blocks shared by two files must all have been compared.
+ *     and blocks shared by two files must all have been compared;
+ *  6. mounted again (the key added again), caches dropped: every file reads
+ *     back byte-exact.
  *
  * SKIP when the kernel does not advertise per-extent keys
  * (LAB_BTRFS_EXTENT_KEYS_FEATURE), or its btrfs has no fscrypt ioctls.
@@ -73,12 +92,47 @@
 #include <linux/btrfs_tree.h>
 #include <linux/fs.h>
 
-#define EC_MAX_BLOCKS 8		/* no file is longer */
+#define EC_MAX_BLOCKS 72	/* no file is longer */
+#define EC_SRC_BLOCKS 64	/* the one extent of src */
 #define EC_TAIL_PIECES 1000	/* bytes in the last block of pieces */
 #define EC_TAIL_CLONE 100	/* and of clone */
 #define EC_ITEM_SIZE (LAB_BTRFS_FILE_EXTENT_SIZE + LAB_FSCRYPT_EXTENT_CTX_SIZE)
 
-enum { EC_PIECES, EC_CLONE, EC_PREALLOC, EC_NFILES };
+enum {
+	EC_PIECES, EC_CLONE, EC_PREALLOC,
+	/* reflinks to destination offsets below/at/above the extent offset */
+	EC_SRC, EC_BELOW0, EC_BELOW, EC_EQUAL, EC_ABOVE, EC_WHOLE, EC_TAIL,
+	EC_NFILES
+};
+
+/*
+ * One FICLONERANGE of ec_clones[]: @own blocks of fresh data written to
+ * [0, @own) of @dst first, then @src's blocks [@src_blk, +@nblk) cloned to
+ * block @dst_blk of @dst.  @rel: where the destination offset is against the
+ * offset of the source block inside its extent (-1 below, 0 equal, 1 above).
+ */
+struct ec_clone_case {
+	int dst, src;
+	size_t own, src_blk, nblk, dst_blk;
+	int rel;
+	const char *what;
+};
+
+static const struct ec_clone_case ec_clones[] = {
+	{ EC_BELOW0, EC_SRC, 0, EC_SRC_BLOCKS / 2, EC_SRC_BLOCKS / 2, 0, -1,
+	  "second half of src's extent to offset 0" },
+	{ EC_BELOW, EC_SRC, 2, EC_SRC_BLOCKS / 2, EC_SRC_BLOCKS / 2, 2, -1,
+	  "second half of src's extent to block 2" },
+	{ EC_EQUAL, EC_SRC, 8, 8, 16, 8, 0, "src's blocks [8,24) to block 8" },
+	{ EC_ABOVE, EC_SRC, 12, 8, 16, 12, 1, "src's blocks [8,24) to block 12" },
+	{ EC_WHOLE, EC_PIECES, 0, 4, 2, 0, 0,
+	  "pieces' whole extent [4,6) to block 0 (a lower file offset)" },
+	{ EC_WHOLE, EC_SRC, 0, 0, EC_SRC_BLOCKS, 2, 1,
+	  "src's whole extent to block 2 (a higher file offset)" },
+	{ EC_TAIL, EC_PIECES, 0, 3, 1, 0, -1,
+	  "pieces' block 3 (split piece at extent offset 3) to block 0" },
+};
+#define EC_NCLONES (sizeof(ec_clones) / sizeof(ec_clones[0]))
 
 struct ec_file {
 	const char *label;
@@ -115,7 +169,7 @@ static int ec_open(const struct ec_file *f, int flags)
 {
 	int fd = open(f->path, flags | O_CLOEXEC, 0644);
 
-	if (!CHECK_OK(fd, "open %s", f->path))
+	if (!EXPECT_OK(fd, errno, "open %s", f->path))
 		lab_die("cannot make the test files");
 	return fd;
 }
@@ -148,7 +202,7 @@ static void ec_clone(struct ec_file *dst, size_t dst_off,
 		     const struct ec_file *src, size_t src_off, size_t len)
 {
 	struct file_clone_range r;
-	int sfd = ec_open(src, O_RDONLY), dfd = ec_open(dst, O_WRONLY);
+	int sfd = ec_open(src, O_RDONLY), dfd = ec_open(dst, O_WRONLY | O_CREAT);
 
 	memset(&r, 0, sizeof(r));
 	r.src_fd = sfd;
@@ -184,7 +238,11 @@ static void ec_make_files(struct ec_ctx *c)
 {
 	struct ec_file *p = &c->files[EC_PIECES], *cl = &c->files[EC_CLONE];
 	struct ec_file *pa = &c->files[EC_PREALLOC];
-	static const char *const labels[EC_NFILES] = { "pieces", "clone", "prealloc" };
+	static const char *const labels[EC_NFILES] = {
+		"pieces", "clone", "prealloc", "src", "clone-below-0",
+		"clone-below", "clone-equal", "clone-above", "clone-whole",
+		"clone-tail",
+	};
 	const size_t bs = c->bs;
 	struct fscrypt_policy_v2 pol;
 	size_t i;
@@ -215,7 +273,36 @@ static void ec_make_files(struct ec_ctx *c)
 	ec_write(c, pa, 0, 2 * bs);
 	ec_prealloc(pa, 2 * bs, 4 * bs);
 	ec_write(c, pa, 3 * bs, bs);
+
+	/* one write, one fsync: one extent of EC_SRC_BLOCKS blocks */
+	ec_write(c, &c->files[EC_SRC], 0, EC_SRC_BLOCKS * bs);
+	for (i = 0; i < EC_NCLONES; i++) {
+		const struct ec_clone_case *k = &ec_clones[i];
+
+		printf("clone %zu: %s -> %s: %s\n", i, c->files[k->src].label,
+		       c->files[k->dst].label, k->what);
+		if (k->own)
+			ec_write(c, &c->files[k->dst], 0, k->own * bs);
+		ec_clone(&c->files[k->dst], k->dst_blk * bs, &c->files[k->src],
+			 k->src_blk * bs, k->nblk * bs);
+	}
 	CHECK_OK(fsync_path(c->dir), "fsync %s", c->dir);
+}
+
+/* Every file must read back as written (after dropping the caches). */
+static void ec_check_read_back(struct ec_ctx *c, const char *when)
+{
+	size_t i;
+
+	if (!CHECK_OK(lab_drop_caches("3"), "drop caches"))
+		return;
+	for (i = 0; i < EC_NFILES; i++) {
+		const struct ec_file *f = &c->files[i];
+
+		printf("read back %s (%s): %s\n", f->label, when,
+		       CHECK_FILE_EQUALS(f->path, f->data, f->size) ?
+		       "byte-exact" : "WRONG");
+	}
 }
 
 /* ---- learning where things are (mounted) ------------------------------------- */
@@ -472,6 +559,59 @@ static void ec_check_nonces(struct ec_ctx *c)
 	free(refs);
 }
 
+/*
+ * The reflink @k: every cloned block is in an item of the source block's
+ * extent, at the source block's extent offset, with the same context; and
+ * the destination offset lies below, at or above that extent offset, as
+ * @k->rel says.
+ */
+static void ec_check_clone(struct ec_ctx *c, const struct ec_clone_case *k)
+{
+	const struct ec_file *s = &c->files[k->src], *d = &c->files[k->dst];
+	const struct lab_btrfs_file_extent *src, *dst;
+	const uint64_t bs = c->bs;
+	uint64_t soff, doff, seo, deo, b;
+	int rel;
+
+	for (b = 0; b < k->nblk; b++) {
+		soff = (k->src_blk + b) * bs;
+		doff = (k->dst_blk + b) * bs;
+		src = ec_item_at(s, soff);
+		dst = ec_item_at(d, doff);
+		if (!CHECK(src && dst && ec_item_ok(src) && ec_item_ok(dst),
+			   "%s: no data items at %s's offset %llu and %s's offset %llu",
+			   k->what, s->label, (unsigned long long)soff, d->label,
+			   (unsigned long long)doff))
+			return;
+		seo = src->offset + (soff - src->file_offset);
+		deo = dst->offset + (doff - dst->file_offset);
+		if (!CHECK(dst->disk_bytenr == src->disk_bytenr && deo == seo,
+			   "%s: %s's block %llu is at disk_bytenr %llu + %llu, %s's block %llu at disk_bytenr %llu + %llu: the reflink does not share it",
+			   k->what, d->label, (unsigned long long)(doff / bs),
+			   (unsigned long long)dst->disk_bytenr, (unsigned long long)deo,
+			   s->label, (unsigned long long)(soff / bs),
+			   (unsigned long long)src->disk_bytenr, (unsigned long long)seo) ||
+		    !CHECK(memcmp(dst->ctx, src->ctx, LAB_FSCRYPT_EXTENT_CTX_SIZE) == 0,
+			   "%s: the item of %s at %llu has another context than its source",
+			   k->what, d->label, (unsigned long long)dst->file_offset))
+			return;
+		if (b > 0)
+			continue;
+		/* where the extent would begin in the destination file */
+		rel = doff < seo ? -1 : doff > seo;
+		printf("%s: %s item at file offset %llu, extent offset %llu: the extent begins at file offset %s%llu (%s the extent offset)\n",
+		       k->what, d->label, (unsigned long long)dst->file_offset,
+		       (unsigned long long)dst->offset, rel < 0 ? "-" : "",
+		       (unsigned long long)(rel < 0 ? seo - doff : doff - seo),
+		       rel < 0 ? "below" : rel == 0 ? "at" : "above");
+		CHECK(rel == k->rel,
+		      "%s: the destination offset %llu should be %s the extent offset %llu (the case is not what it claims)",
+		      k->what, (unsigned long long)doff,
+		      k->rel < 0 ? "below" : k->rel == 0 ? "at" : "above",
+		      (unsigned long long)seo);
+	}
+}
+
 /* What the construction in ec_make_files() must have produced. */
 static void ec_check_layout(struct ec_ctx *c)
 {
@@ -533,6 +673,16 @@ static void ec_check_layout(struct ec_ctx *c)
 	dst = ec_item_at(pa, 4 * bs);
 	CHECK(src && dst && src->disk_bytenr == dst->disk_bytenr && dst->offset != 0,
 	      "prealloc: the preallocated pieces around block 3 should be one extent, the second at a nonzero extent offset");
+
+	/* src: one item, one extent, all of it */
+	x = ec_item_at(&c->files[EC_SRC], 0);
+	CHECK(c->files[EC_SRC].nfe == 1 && x && ec_item_ok(x) && x->offset == 0 &&
+	      x->num_bytes == EC_SRC_BLOCKS * bs &&
+	      x->disk_num_bytes == EC_SRC_BLOCKS * bs,
+	      "src: %zu item(s), expected one item of the whole %d-block extent",
+	      c->files[EC_SRC].nfe, EC_SRC_BLOCKS);
+	for (i = 0; i < EC_NCLONES; i++)
+		ec_check_clone(c, &ec_clones[i]);
 }
 
 /* ---- data ---------------------------------------------------------------------- */
@@ -714,6 +864,7 @@ int main(void)
 
 	ec_make_files(c);
 	ec_learn(c);
+	ec_check_read_back(c, "after dropping the caches");
 	printf("== file extent items\n");
 	for (i = 0; i < EC_NFILES; i++)
 		ec_check_file_items(c, &c->files[i]);
@@ -749,6 +900,15 @@ int main(void)
 	CHECK(c->iv_not_lblk > 0 && c->nonzero_eo > 0 && c->shared > 0,
 	      "the IV rule was not exercised: %zu blocks with IV != logical block, %zu at a nonzero extent offset, %zu shared",
 	      c->iv_not_lblk, c->nonzero_eo, c->shared);
+
+	printf("== mounted again\n");
+	if (CHECK_OK(lab_fscrypt_fs_mount(&btrfs, c->dev, c->mnt, NULL),
+		     "mount %s again", c->dev) &&
+	    CHECK_OK(lab_add_raw_key(c->mnt, c->mk, sizeof(c->mk), c->id),
+		     "add the master key again")) {
+		ec_check_read_back(c, "after remounting");
+		CHECK_OK(lab_umount(c->mnt), "umount %s", c->mnt);
+	}
 
 	for (i = 0; i < EC_NFILES; i++) {
 		free(c->files[i].data);

@@ -24,7 +24,11 @@
  *            no-key name; create, link and rename into the dir fail ENOKEY;
  *  removal:  data written before the key is removed, and through a file
  *            that stays open after, is all there when the key comes back
- *            (per-extent keys derive a key per new extent at writeback).
+ *            (per-extent keys derive a key per new extent at writeback);
+ *  options:  /proc/mounts names the key mode of new files both ways:
+ *            fscrypt_per_extent_keys on a default mount,
+ *            fscrypt_per_inode_keys (and not the other) with that option,
+ *            on a fresh mount and after each remount that switches it.
  */
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -750,6 +755,108 @@ out:
 	free(data);
 }
 
+/* ---- the key mode in /proc/mounts ----------------------------------------- */
+
+#define PER_INODE_OPT "fscrypt_per_inode_keys"
+#define PER_EXTENT_OPT "fscrypt_per_extent_keys"
+
+/*
+ * The options field of the last /proc/mounts line for @mnt (a later mount
+ * on the same directory hides the earlier ones), into @out; 0 or -1.
+ */
+static int mount_options(const char *mnt, char *out, size_t size)
+{
+	char line[4096], dir[PATH_MAX], type[64], opts[4096];
+	size_t len;
+	char *text = read_file("/proc/mounts", &len);
+	const char *next = text;
+	int found = -1;
+
+	if (!text)
+		return -1;
+	while (lab_next_line(&next, line, sizeof(line))) {
+		if (sscanf(line, "%*s %4095s %63s %4095s", dir, type, opts) == 3 &&
+		    !strcmp(dir, mnt)) {
+			snprintf(out, size, "%s", opts);
+			found = 0;
+		}
+	}
+	free(text);
+	return found;
+}
+
+/* Is @opt one of the comma-separated options in @opts? */
+static int has_option(const char *opts, const char *opt)
+{
+	size_t len = strlen(opt);
+	const char *p = opts;
+
+	while (p && *p) {
+		if (!strncmp(p, opt, len) && (p[len] == ',' || p[len] == '\0'))
+			return 1;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+/* /proc/mounts shows @want for @mnt, and not @other; @how is for messages. */
+static void expect_key_mode(const char *how, const char *want,
+			    const char *other)
+{
+	char opts[4096];
+
+	if (!CHECK_OK(mount_options(mnt, opts, sizeof(opts)),
+		      "%s: no /proc/mounts line for %s", how, mnt))
+		return;
+	printf("# %s: %s\n", how, opts);
+	CHECK(has_option(opts, want),
+	      "%s: /proc/mounts options of %s lack %s: %s", how, mnt, want, opts);
+	CHECK(!has_option(opts, other),
+	      "%s: /proc/mounts options of %s show %s: %s", how, mnt, other, opts);
+}
+
+/* mount(2) MS_REMOUNT with only @opt: btrfs keeps the other options. */
+static int remount_with(const char *opt)
+{
+	return mount(dev, mnt, "btrfs", MS_REMOUNT, opt);
+}
+
+/*
+ * Before anything else on the fresh filesystem: a mount with the option,
+ * remounts both ways, then the default mount that the rest of the test uses.
+ */
+static void test_key_mode_option(void)
+{
+	if (!extent_keys) {
+		printf("# key mode option: skipped, the kernel has no per-extent keys (no %s)\n",
+		       EXTENT_KEYS_FEATURE);
+		return;
+	}
+	if (!CHECK_OK(lab_umount(mnt), "umount %s", mnt))
+		return;
+	if (CHECK_OK(lab_mount(dev, mnt, "btrfs", PER_INODE_OPT),
+		     "mount -o %s", PER_INODE_OPT)) {
+		expect_key_mode("mount -o " PER_INODE_OPT, PER_INODE_OPT,
+				PER_EXTENT_OPT);
+		if (CHECK_OK(remount_with(PER_EXTENT_OPT), "remount,%s",
+			     PER_EXTENT_OPT))
+			expect_key_mode("remount," PER_EXTENT_OPT, PER_EXTENT_OPT,
+					PER_INODE_OPT);
+		CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	}
+	if (lab_mount(dev, mnt, "btrfs", NULL))
+		lab_die("mount %s again: %s", dev, strerror(errno));
+	expect_key_mode("default mount", PER_EXTENT_OPT, PER_INODE_OPT);
+	if (CHECK_OK(remount_with(PER_INODE_OPT), "remount,%s", PER_INODE_OPT))
+		expect_key_mode("remount," PER_INODE_OPT, PER_INODE_OPT,
+				PER_EXTENT_OPT);
+	if (CHECK_OK(remount_with(PER_EXTENT_OPT), "remount,%s", PER_EXTENT_OPT))
+		expect_key_mode("remount," PER_EXTENT_OPT " again",
+				PER_EXTENT_OPT, PER_INODE_OPT);
+}
+
 int main(void)
 {
 	dev = lab_env("SCRATCH_DEV");
@@ -759,13 +866,14 @@ int main(void)
 		lab_die("mkfs.btrfs %s failed", dev);
 	if (lab_mount(dev, mnt, "btrfs", NULL))
 		lab_die("mount %s: %s", dev, strerror(errno));
+	extent_keys = access(EXTENT_KEYS_FEATURE, F_OK) == 0;
+	test_key_mode_option();
 	if (lab_add_key(mnt, KEY_SEED, key_id)) {
 		if (errno == ENOTTY || errno == EOPNOTSUPP)
 			lab_die("btrfs has no fscrypt ioctls: %s",
 				strerror(errno));
 		lab_die("FS_IOC_ADD_ENCRYPTION_KEY: %s", strerror(errno));
 	}
-	extent_keys = access(EXTENT_KEYS_FEATURE, F_OK) == 0;
 	printf("# new encrypted files use per-%s keys\n",
 	       extent_keys ? "extent" : "inode");
 	PATHF(sv, "%s/sv", mnt);

@@ -202,15 +202,15 @@ static void raw_anchor_run(const struct raw_horspool *h, struct raw_needle *nd,
  * L-1 bytes before the new data, so each match is seen once: in the read in
  * which it ends.
  */
-static int raw_scan_impl(const char *dev, struct raw_needle *needles,
-			 size_t n, int anchored)
+static int raw_scan_impl(const char *dev, uint64_t start, uint64_t limit,
+			 struct raw_needle *needles, size_t n, int anchored)
 {
 	size_t maxlen = 1, pad, carry = 0, keep, i, *koff;
 	struct raw_horspool *hs;
 	struct raw_window w;
 	unsigned char *mem, *data;
 	const unsigned char *k;
-	uint64_t off = 0, size;
+	uint64_t off = start, size;
 	off_t end;
 	int fd, ret = 0;
 
@@ -253,6 +253,8 @@ static int raw_scan_impl(const char *dev, struct raw_needle *needles,
 	for (i = 0; i < n; i++)
 		raw_horspool_init(&hs[i], needles[i].data, needles[i].len);
 	size = (uint64_t)end;
+	if (limit < size)
+		size = limit;
 	pad = (maxlen - 1 + RAW_ALIGN - 1) / RAW_ALIGN * RAW_ALIGN;
 	mem = raw_alloc(pad + RAW_SCAN_CHUNK);
 	data = mem + pad;
@@ -285,12 +287,24 @@ static int raw_scan_impl(const char *dev, struct raw_needle *needles,
 
 int raw_scan(const char *dev, struct raw_needle *needles, size_t n)
 {
-	return raw_scan_impl(dev, needles, n, 0);
+	return raw_scan_impl(dev, 0, UINT64_MAX, needles, n, 0);
 }
 
 int raw_scan_anchored(const char *dev, struct raw_needle *needles, size_t n)
 {
-	return raw_scan_impl(dev, needles, n, 1);
+	return raw_scan_impl(dev, 0, UINT64_MAX, needles, n, 1);
+}
+
+int raw_scan_range(const char *dev, uint64_t start, uint64_t len,
+		   struct raw_needle *needles, size_t n)
+{
+	if (start % RAW_ALIGN || len % RAW_ALIGN) {
+		errno = EINVAL;
+		return -1;
+	}
+	return raw_scan_impl(dev, start,
+			     len > UINT64_MAX - start ? UINT64_MAX : start + len,
+			     needles, n, 0);
 }
 
 /* ---- FIEMAP -------------------------------------------------------------------- */
@@ -472,4 +486,96 @@ int raw_btrfs_map(const struct raw_btrfs_chunk *chunks, size_t n,
 	printf("btrfs map: logical address %llu is in no chunk\n",
 	       (unsigned long long)logical);
 	return -1;
+}
+
+int raw_btrfs_map_copies(const struct raw_btrfs_chunk *chunks, size_t n,
+			 uint64_t logical, uint64_t len,
+			 struct raw_btrfs_copy copies[RAW_BTRFS_MAX_STRIPES])
+{
+	const uint64_t mirrored = BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1 |
+				  BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4;
+	const struct raw_btrfs_chunk *c;
+	uint64_t profile;
+	size_t i;
+	unsigned s;
+
+	for (i = 0; i < n; i++) {
+		c = &chunks[i];
+		if (logical < c->logical || logical - c->logical >= c->length)
+			continue;
+		if (logical + len > c->logical + c->length) {
+			printf("btrfs map: [%llu, +%llu) crosses the end of chunk %llu\n",
+			       (unsigned long long)logical, (unsigned long long)len,
+			       (unsigned long long)c->logical);
+			return -1;
+		}
+		profile = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+		if (profile != 0 && (profile & ~mirrored)) {
+			printf("btrfs map: chunk %llu has profile bits 0x%llx (striped): not mapped here\n",
+			       (unsigned long long)c->logical,
+			       (unsigned long long)profile);
+			return -1;
+		}
+		if (c->nstripes == 0) {
+			printf("btrfs map: chunk %llu has no stripes\n",
+			       (unsigned long long)c->logical);
+			return -1;
+		}
+		for (s = 0; s < c->nstripes; s++) {
+			copies[s].devid = c->devid[s];
+			copies[s].physical = c->physical[s] + (logical - c->logical);
+		}
+		return (int)c->nstripes;
+	}
+	printf("btrfs map: logical address %llu is in no chunk\n",
+	       (unsigned long long)logical);
+	return -1;
+}
+
+int raw_btrfs_dev_path(const char *mnt, uint64_t devid, char *path,
+		       size_t size)
+{
+	struct btrfs_ioctl_dev_info_args di;
+	size_t len;
+	int fd;
+
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	memset(&di, 0, sizeof(di));
+	di.devid = devid;
+	if (ioctl(fd, BTRFS_IOC_DEV_INFO, &di) < 0)
+		return raw_close(fd, -1);
+	close(fd);
+	len = strnlen((const char *)di.path, sizeof(di.path));
+	if (len == 0 || len >= size || len == sizeof(di.path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(path, di.path, len);
+	path[len] = '\0';
+	return 0;
+}
+
+_Static_assert(RAW_BTRFS_DEV_STATS <= BTRFS_DEV_STAT_VALUES_MAX,
+	       "RAW_BTRFS_DEV_STATS counts more counters than the kernel has");
+
+int raw_btrfs_dev_stats(const char *mnt, uint64_t devid,
+			uint64_t stats[RAW_BTRFS_DEV_STATS])
+{
+	struct btrfs_ioctl_get_dev_stats ds;
+	int fd, i;
+
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	memset(&ds, 0, sizeof(ds));
+	ds.devid = devid;
+	ds.nr_items = RAW_BTRFS_DEV_STATS;
+	if (ioctl(fd, BTRFS_IOC_GET_DEV_STATS, &ds) < 0)
+		return raw_close(fd, -1);
+	close(fd);
+	for (i = 0; i < RAW_BTRFS_DEV_STATS; i++)
+		stats[i] = (uint64_t)i < ds.nr_items ? ds.values[i] : 0;
+	return 0;
 }

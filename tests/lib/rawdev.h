@@ -54,6 +54,15 @@ int raw_scan(const char *dev, struct raw_needle *needles, size_t n);
  */
 int raw_scan_anchored(const char *dev, struct raw_needle *needles, size_t n);
 
+/*
+ * raw_scan() of the bytes [@start, @start+@len) of @dev only (@start and
+ * @len multiples of 4096; the range is cut at the end of the device).  Offsets
+ * reported are device offsets.  For a filesystem made smaller than its
+ * device (mkfs.btrfs -b), which cannot have written beyond its size.
+ */
+int raw_scan_range(const char *dev, uint64_t start, uint64_t len,
+		   struct raw_needle *needles, size_t n);
+
 /* ---- FIEMAP ------------------------------------------------------------------ */
 
 struct raw_extent {
@@ -97,5 +106,38 @@ int raw_btrfs_chunks(const char *mnt, struct raw_btrfs_chunk **chunks,
 int raw_btrfs_map(const struct raw_btrfs_chunk *chunks, size_t n,
 		  uint64_t logical, uint64_t len,
 		  uint64_t phys[RAW_BTRFS_MAX_STRIPES]);
+
+/* One copy of a btrfs block: the device (btrfs devid) and the offset on it. */
+struct raw_btrfs_copy {
+	uint64_t devid, physical;
+};
+
+/*
+ * Every copy of btrfs logical address @logical (@len bytes, which must not
+ * cross a chunk), in stripe order, i.e. copies[k] is what btrfs calls
+ * mirror k + 1: SINGLE 1 copy, DUP 2 (same device), RAID1 2, RAID1C3 3,
+ * RAID1C4 4 (different devices).  Returns the number of copies, or -1
+ * (message printed) if the address is in no chunk, crosses one, or its
+ * profile is striped (RAID0/10/5/6).
+ */
+int raw_btrfs_map_copies(const struct raw_btrfs_chunk *chunks, size_t n,
+			 uint64_t logical, uint64_t len,
+			 struct raw_btrfs_copy copies[RAW_BTRFS_MAX_STRIPES]);
+
+/*
+ * The path (as the kernel knows it, e.g. "/dev/vdd") of the device @devid of
+ * the btrfs mounted on @mnt (BTRFS_IOC_DEV_INFO), into @path[@size].
+ */
+int raw_btrfs_dev_path(const char *mnt, uint64_t devid, char *path,
+		       size_t size);
+
+/*
+ * The error counters of device @devid of the btrfs mounted on @mnt
+ * (BTRFS_IOC_GET_DEV_STATS, not reset), indexed by BTRFS_DEV_STAT_*_ERRS
+ * of <linux/btrfs.h>: write, read, flush, corruption (checksum), generation.
+ */
+#define RAW_BTRFS_DEV_STATS 5
+int raw_btrfs_dev_stats(const char *mnt, uint64_t devid,
+			uint64_t stats[RAW_BTRFS_DEV_STATS]);
 
 #endif /* RAWDEV_H */
