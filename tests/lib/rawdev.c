@@ -450,42 +450,22 @@ int raw_btrfs_map(const struct raw_btrfs_chunk *chunks, size_t n,
 		  uint64_t logical, uint64_t len,
 		  uint64_t phys[RAW_BTRFS_MAX_STRIPES])
 {
-	const struct raw_btrfs_chunk *c;
-	uint64_t profile;
-	size_t i;
-	unsigned s;
+	struct raw_btrfs_copy copies[RAW_BTRFS_MAX_STRIPES];
+	int nc, k;
 
-	for (i = 0; i < n; i++) {
-		c = &chunks[i];
-		if (logical < c->logical || logical - c->logical >= c->length)
-			continue;
-		if (logical + len > c->logical + c->length) {
-			printf("btrfs map: [%llu, +%llu) crosses the end of chunk %llu\n",
-			       (unsigned long long)logical, (unsigned long long)len,
-			       (unsigned long long)c->logical);
+	nc = raw_btrfs_map_copies(chunks, n, logical, len, copies);
+	if (nc < 0)
+		return -1;
+	for (k = 0; k < nc; k++) {
+		if (copies[k].devid != 1) {
+			printf("btrfs map: copy %d of logical address %llu is on devid %llu, not 1 (a one-device mapping was asked for)\n",
+			       k, (unsigned long long)logical,
+			       (unsigned long long)copies[k].devid);
 			return -1;
 		}
-		profile = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-		if (profile != 0 && profile != BTRFS_BLOCK_GROUP_DUP) {
-			printf("btrfs map: chunk %llu has profile bits 0x%llx (striped or mirrored across devices): not mapped here\n",
-			       (unsigned long long)c->logical,
-			       (unsigned long long)profile);
-			return -1;
-		}
-		for (s = 0; s < c->nstripes; s++) {
-			if (c->devid[s] != 1) {
-				printf("btrfs map: chunk %llu stripe %u is on devid %llu, not 1\n",
-				       (unsigned long long)c->logical, s,
-				       (unsigned long long)c->devid[s]);
-				return -1;
-			}
-			phys[s] = c->physical[s] + (logical - c->logical);
-		}
-		return (int)c->nstripes;
+		phys[k] = copies[k].physical;
 	}
-	printf("btrfs map: logical address %llu is in no chunk\n",
-	       (unsigned long long)logical);
-	return -1;
+	return nc;
 }
 
 int raw_btrfs_map_copies(const struct raw_btrfs_chunk *chunks, size_t n,
