@@ -18,6 +18,10 @@ APT_KERNEL := linux-source-6.1 bc flex bison libelf-dev libssl-dev dwarves \
 APT_IMAGE := debootstrap e2fsprogs
 APT_VM := qemu-system-x86 qemu-utils
 APT_TESTS := gcc make libssl-dev
+# btrfs-progs from Debian's source (patches/progs.sh): dpkg-source for
+# apt-get source, autogen.sh's tools, and the static libraries it links.
+APT_PROGS := dpkg-dev autoconf automake pkg-config gcc make git ccache \
+	libblkid-dev uuid-dev zlib1g-dev libzstd-dev liblzo2-dev
 APT_BENCH := python3-matplotlib python3-scipy python3-numpy
 
 # $(call need,packages): install the missing ones, after an apt-get update.
@@ -32,15 +36,18 @@ define need
 	fi
 endef
 
-.PHONY: help kernel image tests-bin test shell bench bench-check bench-tools check-series export-series \
-	checkpatch clean distclean
+.PHONY: help kernel image progs progs-export progs-checkpatch tests-bin test shell bench bench-check \
+	bench-tools check-series export-series checkpatch clean distclean
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-FLAVOR from patches/"
-	@echo "make image                   build the guest root image build/root.img"
+	@echo "make image                   build the guest root image build/root.img (with the patched progs)"
+	@echo "make progs                   build btrfs-progs + patches/btrfs-progs/ into build/progs/bin"
+	@echo "make progs-export            regenerate patches/btrfs-progs/ from build/btrfs-progs's history"
+	@echo "make progs-checkpatch        checkpatch.pl --strict (no tree) on patches/btrfs-progs/"
 	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
 	@echo "make check-series            build every prefix of the series"
 	@echo "make export-series           regenerate patches/ from build/linux's history"
@@ -52,11 +59,32 @@ kernel:
 	$(call need,$(APT_KERNEL))
 	@patches/kernel.sh build $(FLAVOR)
 
-# Rebuilt only when the package list or the image scripts change.
+# Rebuilt only when the package list, the image scripts or the btrfs-progs
+# series change.  The image gets the patched btrfs and mkfs.btrfs.
+PROGS_SERIES := patches/progs.sh patches/btrfs-progs/series $(wildcard patches/btrfs-progs/*.patch)
 image: $(BUILD)/root.img
-$(BUILD)/root.img: vm-images/packages.txt vm-images/build-rootfs.sh vm-images/lab-init
+$(BUILD)/root.img: vm-images/packages.txt vm-images/build-rootfs.sh vm-images/lab-init $(PROGS_SERIES)
+	@$(MAKE) -s progs
 	$(call need,$(APT_IMAGE))
-	@vm-images/build-rootfs.sh $@
+	@PROGS_BIN=$(BUILD)/progs/bin vm-images/build-rootfs.sh $@
+
+# Debian bookworm's btrfs-progs source plus patches/btrfs-progs/ (static
+# btrfs and mkfs.btrfs only); the host's own btrfs-progs is not touched.
+progs:
+	$(call need,$(APT_PROGS))
+	@patches/progs.sh build
+
+progs-export:
+	@patches/progs.sh export
+
+progs-checkpatch:
+	$(call need,$(APT_KERNEL))
+	@patches/kernel.sh tree
+	@rc=0; for p in patches/btrfs-progs/*.patch; do \
+		out=$$($(BUILD)/linux/scripts/checkpatch.pl --no-tree --strict --quiet \
+			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,NEW_TYPEDEFS - <$$p); \
+		echo "$$p: $${out:-clean}" | tail -n 1; [ -z "$$out" ] || { echo "$$out"; rc=1; }; \
+	done; exit $$rc
 
 tests-bin:
 	$(call need,$(APT_TESTS))
@@ -113,7 +141,7 @@ checkpatch:
 	done; exit $$rc
 
 clean:
-	rm -rf $(BUILD)/obj-* $(BUILD)/bzImage-* $(BUILD)/tests $(BUILD)/jobs $(BUILD)/runs
+	rm -rf $(BUILD)/obj-* $(BUILD)/bzImage-* $(BUILD)/tests $(BUILD)/jobs $(BUILD)/runs $(BUILD)/progs
 
 distclean:
 	@patches/kernel.sh tree-is-exported

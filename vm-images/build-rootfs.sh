@@ -3,7 +3,13 @@
 # vm-images/packages.txt, plus vm-images/lab-init as the guest's PID 1,
 # turned into an ext4 image with mkfs.ext4 -d (no loop mount).
 #
-#   vm-images/build-rootfs.sh OUT.img
+#   [PROGS_BIN=DIR] vm-images/build-rootfs.sh OUT.img
+#
+# PROGS_BIN (make image sets it to build/progs/bin) holds the patched btrfs
+# and mkfs.btrfs (patches/progs.sh): they go to /usr/local/sbin, and Debian's
+# btrfs, btrfsck and mkfs.btrfs become links to them, so that every caller
+# (PATH order, absolute paths) gets the ones that know encrypted btrfs.
+# Debian's stay as *.debian for comparison.
 #
 # The mirror is the one this machine's apt already uses, read at run time.
 set -euo pipefail
@@ -45,6 +51,23 @@ debootstrap --variant=minbase --include="$pkgs" bookworm "$work" "$mirror" >"$ou
 log "debootstrap done in $(( $(date +%s) - start ))s"
 
 install -m 0755 "$here/lab-init" "$work/sbin/lab-init"
+if [ -n "${PROGS_BIN:-}" ]; then
+	for p in btrfs mkfs.btrfs; do
+		[ -x "$PROGS_BIN/$p" ] || die "PROGS_BIN=$PROGS_BIN has no $p (make progs)"
+	done
+	install -d "$work/usr/local/sbin"
+	install -m 0755 "$PROGS_BIN/btrfs" "$PROGS_BIN/mkfs.btrfs" "$work/usr/local/sbin/"
+	install -m 0644 "$PROGS_BIN/VERSION" "$work/usr/local/sbin/btrfs-progs-lab.version"
+	for p in usr/bin/btrfs usr/bin/btrfsck usr/sbin/mkfs.btrfs bin/btrfs bin/btrfsck sbin/mkfs.btrfs; do
+		[ -e "$work/$p" ] || [ -L "$work/$p" ] || continue
+		[ -L "$work/$p" ] || mv "$work/$p" "$work/$p.debian"
+		case $p in *mkfs.btrfs) t=mkfs.btrfs ;; *) t=btrfs ;; esac
+		ln -sfn "/usr/local/sbin/$t" "$work/$p"
+	done
+	log "patched btrfs-progs installed: $(head -n 2 "$PROGS_BIN/VERSION" | paste -sd' ')"
+else
+	log "PROGS_BIN not set: the image keeps Debian's btrfs-progs only"
+fi
 echo lab >"$work/etc/hostname"
 printf '/dev/vda / ext4 rw 0 1\n' >"$work/etc/fstab"
 mkdir -p "$work/job" "$work/results" "$work/mnt/scratch" "$work/mnt/scratch2"
