@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * btrfs_fscrypt_zoned - encryption on a zoned btrfs is refused, cleanly.
+ *
+ * Zoned btrfs writes data with zone append bios, and
+ * bio_add_zone_append_page() merges physically contiguous pages into one
+ * bvec, which fscrypt's write-bio encryption cannot take (it encrypts page
+ * by page into bounce pages).  Before the fix, FS_IOC_SET_ENCRYPTION_POLICY
+ * succeeded on a zoned btrfs and the first writeback of an encrypted file
+ * hit a WARN in fscrypt_encrypt_write_bio() and failed.  The series now
+ * refuses to set a policy there, with EOPNOTSUPP and a log line.
+ *
+ * The zoned device is a memory-backed null_blk device made through configfs
+ * (CONFIG_BLK_DEV_NULL_BLK, CONFIG_BLK_DEV_ZONED in patches/config).  For
+ * each key mode (a default mount, and fscrypt_per_inode_keys):
+ *
+ *  - an unencrypted file written, fsynced and read back after a cache drop
+ *    shows that the zoned filesystem itself works;
+ *  - FS_IOC_SET_ENCRYPTION_POLICY on an empty directory fails EOPNOTSUPP;
+ *  - the directory is left unencrypted (GET_ENCRYPTION_POLICY: ENODATA),
+ *    files made in it afterwards are plain and read back;
+ *  - the kernel log names the refusal.
+ *
+ * A console WARN (the old failure) fails the run by itself.
+ */
+#include "fscrypt_fs.h"
+#include "fscrypt_util.h"
+#include "lab.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#define TEST_NAME "btrfs_fscrypt_zoned"
+#define CONFIGFS "/sys/kernel/config"
+#define NULLB_DIR CONFIGFS "/nullb"
+#define NULLB_NAME "labzoned"
+#define ZONED_SIZE_MB 1024
+#define ZONE_SIZE_MB 16
+#define KEY_SEED 0x20dedu
+#define DATA_LEN (256 * 1024)
+#define REFUSAL_LOG "encryption is not supported on zoned"
+
+static char nullb[PATH_MAX];	/* configfs directory of our device */
+static char dev[64];		/* /dev/nullbN */
+static int powered;
+
+static int write_attr(const char *attr, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, ret = 0;
+	size_t len = strlen(val);
+
+	PATHF(path, "%s/%s", nullb, attr);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, val, len) != (ssize_t)len)
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+static void remove_device(void)
+{
+	if (!nullb[0])
+		return;
+	if (powered && write_attr("power", "0") < 0)
+		printf("# could not power off %s: " LAB_ERR_FMT "\n", nullb,
+		       LAB_ERR_ARGS(errno));
+	if (rmdir(nullb) < 0)
+		printf("# could not remove %s: " LAB_ERR_FMT "\n", nullb,
+		       LAB_ERR_ARGS(errno));
+	nullb[0] = '\0';
+}
+
+/* Make a memory-backed, host-managed zoned null_blk device; name it in dev. */
+static void make_zoned_device(void)
+{
+	static const struct {
+		const char *attr, *val;
+	} attrs[] = {
+		{ "size", "1024" },	/* MiB; ZONED_SIZE_MB */
+		{ "blocksize", "4096" },
+		{ "memory_backed", "1" },
+		{ "zoned", "1" },
+		{ "zone_size", "16" },	/* MiB; ZONE_SIZE_MB */
+		{ "zone_nr_conv", "0" },
+	};
+	char path[PATH_MAX], *idx;
+	struct stat st;
+	size_t i, len;
+
+	_Static_assert(ZONED_SIZE_MB == 1024 && ZONE_SIZE_MB == 16,
+		       "keep attrs[] in step with the sizes");
+	if (stat(NULLB_DIR, &st) < 0) {
+		if (stat(CONFIGFS, &st) == 0 &&
+		    mount("configfs", CONFIGFS, "configfs", 0, NULL) < 0 &&
+		    errno != EBUSY)
+			printf("# mount configfs: " LAB_ERR_FMT "\n",
+			       LAB_ERR_ARGS(errno));
+		if (stat(NULLB_DIR, &st) < 0)
+			lab_skip("no %s (kernel without CONFIG_BLK_DEV_NULL_BLK or CONFIG_CONFIGFS_FS): no zoned device to test on",
+				 NULLB_DIR);
+	}
+
+	PATHF(nullb, "%s/%s", NULLB_DIR, NULLB_NAME);
+	if (mkdir(nullb, 0755) < 0)
+		lab_die("mkdir %s: " LAB_ERR_FMT, nullb, LAB_ERR_ARGS(errno));
+	atexit(remove_device);
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		if (write_attr(attrs[i].attr, attrs[i].val) < 0)
+			lab_die("null_blk %s=%s: " LAB_ERR_FMT, attrs[i].attr,
+				attrs[i].val, LAB_ERR_ARGS(errno));
+	if (write_attr("power", "1") < 0) {
+		if (errno == EOPNOTSUPP)
+			lab_skip("null_blk refuses zoned=1 (" LAB_ERR_FMT "): kernel without CONFIG_BLK_DEV_ZONED",
+				 LAB_ERR_ARGS(errno));
+		lab_die("null_blk power=1: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+	}
+	powered = 1;
+
+	PATHF(path, "%s/index", nullb);
+	idx = read_file(path, &len);
+	if (!idx)
+		lab_die("read %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
+	PATHF(dev, "/dev/nullb%d", atoi(idx));
+	free(idx);
+	PATHF(path, "/sys/block/%s/queue/zoned", dev + 5);
+	idx = read_file(path, &len);
+	if (!idx)
+		lab_die("read %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
+	printf("# %s: %d MiB, %d MiB zones, zoned=%s", dev, ZONED_SIZE_MB,
+	       ZONE_SIZE_MB, idx);
+	if (!CHECK(!strncmp(idx, "host-managed", 12),
+		   "%s is not host-managed: %s", dev, idx))
+		lab_die("the device is not zoned; nothing to test");
+	free(idx);
+}
+
+static size_t log_mentions(const char *needle)
+{
+	char *log = NULL;
+	size_t n = 0;
+	FILE *p = popen("dmesg", "r");
+	size_t len = 0, cap = 0;
+	char buf[4096];
+	size_t got;
+
+	if (!p)
+		return 0;
+	while ((got = fread(buf, 1, sizeof(buf), p)) > 0) {
+		if (len + got + 1 > cap) {
+			cap = 2 * (len + got + 1);
+			log = realloc(log, cap);
+			if (!log)
+				lab_die("out of memory");
+		}
+		memcpy(log + len, buf, got);
+		len += got;
+	}
+	pclose(p);
+	if (log) {
+		log[len] = '\0';
+		n = count_occurrences(log, len, needle, strlen(needle));
+	}
+	free(log);
+	return n;
+}
+
+static void one_mode(const char *mnt, const char *opts)
+{
+	const char *label = opts ? opts : "default mount";
+	char dir[PATH_MAX], plain[PATH_MAX], inside[PATH_MAX];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	struct fscrypt_get_policy_ex_arg pol;
+	unsigned char *data = lab_xmalloc(DATA_LEN);
+	size_t before;
+
+	printf("\n# zoned btrfs, %s\n", label);
+	if (!CHECK(lab_mkfs("mkfs.btrfs -q -f -m single -d single", dev) == 0,
+		   "mkfs.btrfs on the zoned device %s", dev))
+		goto out;
+	if (!CHECK_OK(lab_mount(dev, mnt, "btrfs", opts), "mount %s (%s)", dev,
+		      label))
+		goto out;
+
+	/* Control: the zoned filesystem works for plain files. */
+	fill_pattern(data, DATA_LEN, 7);
+	PATHF(plain, "%s/plain", mnt);
+	CHECK_OK(write_file(plain, data, DATA_LEN), "write %s", plain);
+	CHECK_OK(fsync_path(plain), "fsync %s", plain);
+	CHECK_OK(lab_drop_caches("3"), "drop caches");
+	CHECK_FILE_EQUALS(plain, data, DATA_LEN);
+
+	PATHF(dir, "%s/enc", mnt);
+	CHECK_OK(mkdir(dir, 0755), "mkdir %s", dir);
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key on %s", mnt);
+	before = log_mentions(REFUSAL_LOG);
+	CHECK_ERRNO(lab_set_policy(dir, id), EOPNOTSUPP,
+		    "set a v2 policy on %s (zoned, %s)", dir, label);
+	CHECK(log_mentions(REFUSAL_LOG) > before,
+	      "no kernel log line containing \"%s\" after the refusal",
+	      REFUSAL_LOG);
+	CHECK_ERRNO(lab_get_policy_ex(dir, &pol), ENODATA,
+		    "%s has a policy after the refused set", dir);
+
+	/* Files made in the directory are plain and durable. */
+	fill_pattern(data, DATA_LEN, 8);
+	PATHF(inside, "%s/file", dir);
+	CHECK_OK(write_file(inside, data, DATA_LEN), "write %s", inside);
+	CHECK_OK(fsync_path(inside), "fsync %s", inside);
+	CHECK_ERRNO(lab_get_policy_ex(inside, &pol), ENODATA,
+		    "%s is encrypted", inside);
+	CHECK_OK(lab_umount(mnt), "unmount %s", mnt);
+	if (!CHECK_OK(lab_mount(dev, mnt, "btrfs", opts), "remount %s", dev))
+		goto out;
+	CHECK_FILE_EQUALS(inside, data, DATA_LEN);
+	fill_pattern(data, DATA_LEN, 7);
+	CHECK_FILE_EQUALS(plain, data, DATA_LEN);
+	CHECK_OK(lab_umount(mnt), "unmount %s", mnt);
+out:
+	free(data);
+}
+
+int main(void)
+{
+	const char *mnt = lab_env("SCRATCH_MNT");
+
+	make_zoned_device();
+	one_mode(mnt, NULL);
+	one_mode(mnt, LAB_BTRFS_PER_INODE_KEYS_OPT);
+	return lab_result(TEST_NAME);
+}
