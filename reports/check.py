@@ -12,7 +12,9 @@ run's, its median dropped by more than the threshold AND the two-sided
 Mann-Whitney p < 0.05 AND the two sets of samples do not overlap.
 
 Exit status: 0 no regression, 1 at least one regression, 2 usage or data
-error (message on stderr). The baseline format is in reports/README.md.
+error (message on stderr), 3 not conclusive: no tracked ratio has enough
+samples for the test to reach p < 0.05 (e.g. a REPS=1 run), so the run
+can neither pass nor fail. The baseline format is in reports/README.md.
 """
 
 import argparse
@@ -188,8 +190,9 @@ def check(run_dir, baseline_path, threshold):
             elif sc["significant"]:
                 verdict = "improved"
             elif not sc["can_reach"]:
-                verdict = (f"ok? cannot decide: n={len(samples)} vs "
-                           f"{len(b)}, smallest p "
+                n = (f"{len(samples)}" if len(samples) == len(b)
+                     else f"{len(samples)} vs {len(b)}")
+                verdict = (f"not conclusive (n = {n}): smallest p "
                            f"{L.min_mw_p(len(samples), len(b)):.3f}")
                 undecidable.append(f"{name} {phase}")
             else:
@@ -205,9 +208,10 @@ def check(run_dir, baseline_path, threshold):
         print("check: measured but not in the baseline (not checked): "
               + ", ".join(untracked))
     if undecidable:
-        print(f"check: warning: {len(undecidable)} ratio(s) have too few "
-              "samples for Mann-Whitney to reach p < 0.05; they cannot "
-              "fail: " + ", ".join(undecidable), file=sys.stderr)
+        print(f"check: {len(undecidable)} ratio(s) not conclusive: too few "
+              "samples for Mann-Whitney to reach p < 0.05, so they can "
+              f"neither pass nor fail ({L.reps_needed_text()}): "
+              + ", ".join(undecidable))
     if regressions:
         print(f"check: FAIL: {len(regressions)} regression(s): "
               + ", ".join(regressions))
@@ -216,9 +220,18 @@ def check(run_dir, baseline_path, threshold):
         for e in errors:
             print(f"check: error: {e}", file=sys.stderr)
         return 2
-    tracked = sum(1 for r in rows if not r[7].startswith("not tracked"))
+    tracked = sum(1 for r in rows if not r[7].startswith(
+        ("not tracked", "not conclusive")))
+    if not tracked and undecidable:
+        ns = sorted({len(v[1]) for n in now.values() for v in n.values()
+                     if not isinstance(v, str)})
+        print(f"check: not conclusive (n = {', '.join(map(str, ns))}): no "
+              "tracked ratio could be decided; run with at least "
+              f"{L.reps_for_test()} reps")
+        return 3
     print(f"check: pass: {tracked} ratio(s) checked, no regression beyond "
-          f"{threshold:g}%")
+          f"{threshold:g}%" + (f"; {len(undecidable)} not conclusive"
+                               if undecidable else ""))
     return 0
 
 

@@ -267,17 +267,31 @@ def comparison(run, a, b, label, phase, threshold):
         return c
     xa, xb = list(ba.values()), list(bb.values())
     ratio, lo, hi = L.bootstrap_ratio_ci(xa, xb)
+    # Too few reps: no CI at all (a bootstrap of one rep is not a CI of
+    # zero width), and the verdicts say "not conclusive (n = N)".
+    ci_ok = L.ci_supported(len(xa), len(xb))
+    if not ci_ok:
+        lo = hi = float("nan")
     sc = L.significant_change(xa, xb, threshold)
     reps, per_rep = L.paired_ratios(ba, bb)
     c.update(status="measured", n_a=len(xa), n_b=len(xb),
              bw={"ratio": ratio, "ci_lo": lo, "ci_hi": hi, **sc,
-                 "min_p": L.min_mw_p(len(xa), len(xb))},
+                 "min_p": L.min_mw_p(len(xa), len(xb)),
+                 "ci_supported": ci_ok,
+                 "not_conclusive": L.conclusive_n(len(xa), len(xb))},
              per_rep_ratio=dict(zip(reps, per_rep)))
     la, lb = bins_of(run, a, phase), bins_of(run, b, phase)
+    lat_ok = L.ci_supported(len(la), len(lb))
     lat = {}
     for q in PERCENTILES:
         r, lo, hi = L.bootstrap_percentile_ratio_ci(la, lb, q)
-        lat[pct_name(q)] = {"ratio": r, "ci_lo": lo, "ci_hi": hi}
+        if not lat_ok:
+            lo = hi = float("nan")
+        lat[pct_name(q)] = {"ratio": r, "ci_lo": lo, "ci_hi": hi,
+                            "n_a": len(la), "n_b": len(lb),
+                            "ci_supported": lat_ok,
+                            "not_conclusive": L.conclusive_n(len(la),
+                                                             len(lb))}
     c["latency"] = lat
     return c
 
@@ -341,6 +355,15 @@ def verdicts(run, comps):
             if ratio is None or math.isnan(ratio):
                 v.update(status="not measured",
                          text=f"{what}: not measured (no latency bins).")
+                out.append(v)
+                continue
+            if r["not_conclusive"]:
+                # too few reps for a CI or a test: no verdict, no CI
+                v.update(status="not conclusive", value=ratio,
+                         conclusive=False,
+                         text=f"{what}: point estimate {ratio:.3f}, goal "
+                              f"{sign} {goal}: **{r['not_conclusive']}**: "
+                              f"{L.reps_needed_text()}.")
                 out.append(v)
                 continue
             met = ratio >= goal if better == "higher" else ratio <= goal
@@ -728,9 +751,10 @@ def plot_main_ratio(run, res, out_dir):
             lo, hi = r["ci_lo"], r["ci_hi"]
             yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
                     if not math.isnan(lo) else None)
-            ax.errorbar(i, r["ratio"], yerr=yerr, fmt="o", capsize=6,
-                        color="#1f77b4")
-            ax.annotate(f"{r['ratio']:.3f}", (i, r["ratio"]),
+            ax.errorbar(i, r["ratio"], yerr=yerr, fmt="o" if yerr else "x",
+                        capsize=6, color="#1f77b4")
+            note = "" if yerr else f" {r['not_conclusive'] or 'no CI'}"
+            ax.annotate(f"{r['ratio']:.3f}{note}", (i, r["ratio"]),
                         textcoords="offset points", xytext=(8, 0),
                         fontsize=8)
         ax.axhline(1.0, color="gray", lw=1)
@@ -757,16 +781,17 @@ def plot_comparisons(res, out_dir):
     for i, c in enumerate(comps):
         r = c["bw"]
         color = "#d62728" if r["significant"] else "#1f77b4"
-        ax.errorbar(r["ratio"], i, xerr=[[r["ratio"] - r["ci_lo"]],
-                                         [r["ci_hi"] - r["ratio"]]],
-                    fmt="o", color=color, capsize=3)
+        xerr = ([[r["ratio"] - r["ci_lo"]], [r["ci_hi"] - r["ratio"]]]
+                if r["ci_supported"] else None)
+        ax.errorbar(r["ratio"], i, xerr=xerr, fmt="o" if xerr else "x",
+                    color=color, capsize=3)
     ax.axvline(1.0, color="gray", lw=1)
     ax.set_yticks(range(len(comps)))
     ax.set_yticklabels([f"{c['a']}/{c['b']} {c['phase']}" for c in comps],
                        fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("throughput ratio of medians, 95% bootstrap CI "
-                  "(red: significant change)")
+                  "(red: significant change; x: no CI, too few reps)")
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, out_dir, "comparisons.png")
 
@@ -1059,6 +1084,13 @@ def fmt_ci(lo, hi):
     return "n/a" if not (isnum(lo) and isnum(hi)) else f"{lo:.3f}-{hi:.3f}"
 
 
+def fmt_ci_of(r):
+    """The CI of a ratio dict, or why there is none (too few reps)."""
+    if r.get("ci_supported") is False:
+        return f"none: {r['not_conclusive']}"
+    return fmt_ci(r["ci_lo"], r["ci_hi"])
+
+
 def rep_span(reps):
     """[1,2,3,5] -> '1..3,5'."""
     reps = sorted(reps)
@@ -1247,7 +1279,12 @@ def section_verdicts(doc, res):
           f"p99 completion latency ratio ≤ {GOAL_P99_RATIO}. \"met\" "
           "compares the point estimate (ratio of medians; p99 from bins "
           "merged over reps) with the goal; the 95% CI is a percentile "
-          "bootstrap over reps.")
+          "bootstrap over reps. Reps needed for any verdict: "
+          f"{L.reps_needed_text()}. With fewer, the verdict says \"not "
+          "conclusive (n = N)\" and no CI is shown: with n reps, a "
+          "resampled median is the smallest rep with probability 1 (n = 1), "
+          "0.25 (2), 0.26 (3), 0.05 (4), so below 4 reps the bootstrap's "
+          "2.5% bound is just the most extreme rep pair, not an estimate.")
     doc.ul(v["text"] for v in res["verdicts"])
 
 
@@ -1398,7 +1435,7 @@ def section_latency(doc, run, res, plots):
             if c and c["status"] == "measured":
                 r = c["latency"]["p99"]
                 rr = (f"{fmt_ratio(r['ratio'])} "
-                      f"[{fmt_ci(r['ci_lo'], r['ci_hi'])}] vs {c['b']}")
+                      f"[{fmt_ci_of(r)}] vs {c['b']}")
             else:
                 rr = "reference" if arm not in REFERENCE else "n/a"
             rows.append((arm, a["latency_reps"], a["latency_ios"],
@@ -1427,7 +1464,7 @@ def section_comparisons(doc, run, res, plots):
         if not b["can_reach"]:
             small.add((c["n_a"], c["n_b"]))
         rows.append((name, c["phase"], fmt_ratio(b["ratio"]),
-                     fmt_ci(b["ci_lo"], b["ci_hi"]),
+                     fmt_ci_of(b),
                      fmt_pct(b["change_pct"]), fmt_p(b["p"]),
                      "yes" if b["separated"] else "no",
                      "*" if b["significant"] else "",
@@ -1450,9 +1487,9 @@ def section_comparisons(doc, run, res, plots):
                 continue
             lat = c["latency"]
             rows.append((c["phase"], fmt_ratio(c["bw"]["ratio"]),
-                         fmt_ci(c["bw"]["ci_lo"], c["bw"]["ci_hi"]),
+                         fmt_ci_of(c["bw"]),
                          fmt_ratio(lat["p99"]["ratio"]),
-                         fmt_ci(lat["p99"]["ci_lo"], lat["p99"]["ci_hi"])))
+                         fmt_ci_of(lat["p99"])))
         doc.table(["phase", "throughput ratio", "95% CI", "p99 ratio",
                    "95% CI"], rows)
     else:
@@ -1633,6 +1670,8 @@ def section_tail(doc, run, res, threshold, plots):
         "never be significant.",
         "Latency percentiles: nearest rank on clat_ns bins merged over "
         "reps; ratios' CIs resample reps.",
+        f"Too few reps: {L.reps_needed_text()}; below that, CIs are not "
+        "shown and verdicts say \"not conclusive (n = N)\".",
         "All numbers, per rep, are in `results.json`; raw fio output is in "
         "`raw/`, copied from the run directory.",
     ])

@@ -109,6 +109,73 @@ def can_reach_significance(n_a, n_b, alpha=ALPHA):
     return n_a >= 2 and n_b >= 2 and min_mw_p(n_a, n_b) < alpha
 
 
+def median_at_extreme(n):
+    """Probability that the median of a bootstrap resample of n distinct
+    values is the sample's smallest value (by symmetry, also its largest).
+
+    np.median of n draws equals the minimum when at least n // 2 + 1 draws
+    are the minimum, each draw picking it with probability 1/n:
+    1 for n = 1, 0.25 for 2, 0.259 for 3, 0.051 for 4, 0.058 for 5,
+    0.0087 for 6.
+    """
+    if n < 1:
+        return 1.0
+    need = n // 2 + 1
+    return float(sum(math.comb(n, k) * (1 / n) ** k * (1 - 1 / n) ** (n - k)
+                     for k in range(need, n + 1)))
+
+
+def ci_supported(n_a, n_b, alpha=ALPHA):
+    """True when n_a vs n_b reps can carry a (1 - alpha) bootstrap CI of a
+    ratio of medians (or of any statistic that resamples whole reps).
+
+    The lower bound of a percentile bootstrap is only an estimate when the
+    resampling distribution puts less than alpha/2 on its extreme point;
+    otherwise the bound is pinned to the most extreme combination of the
+    data (a single rep gives a "CI" of zero width). The extreme ratio is
+    smallest-median(a) / largest-median(b); judged by the smaller arm, it
+    needs median_at_extreme(n)^2 < alpha / 2, i.e. at least 4 reps per arm
+    (3 vs 3: 0.067; 4 vs 4: 0.0026).
+    """
+    n = min(n_a, n_b)
+    return n >= 2 and median_at_extreme(n) ** 2 < alpha / 2
+
+
+def reps_for_ci(alpha=ALPHA):
+    """Fewest reps per arm for which ci_supported() holds (4)."""
+    n = 1
+    while not ci_supported(n, n, alpha):
+        n += 1
+    return n
+
+
+def reps_for_test(alpha=ALPHA):
+    """Fewest reps per arm for which a Mann-Whitney p < alpha is
+    attainable at all (4: 4 vs 4 reaches 0.029)."""
+    n = 1
+    while not can_reach_significance(n, n, alpha):
+        n += 1
+    return n
+
+
+def conclusive_n(n_a, n_b, alpha=ALPHA):
+    """None when n_a vs n_b reps support both a CI and a significance test;
+    else the text "not conclusive (n = N)" (N the smaller count, or
+    "N vs M" when they differ)."""
+    if ci_supported(n_a, n_b, alpha) and \
+            can_reach_significance(n_a, n_b, alpha):
+        return None
+    n = f"{n_a}" if n_a == n_b else f"{n_a} vs {n_b}"
+    return f"not conclusive (n = {n})"
+
+
+def reps_needed_text(alpha=ALPHA):
+    """What a conclusive verdict needs, for reports and check output."""
+    return (f"a {100 * (1 - alpha):g}% CI needs at least {reps_for_ci(alpha)} "
+            f"reps per arm and a significance test (Mann-Whitney p < "
+            f"{alpha:g}) at least {reps_for_test(alpha)}")
+
+
 def ranges_separate(a, b):
     """True when the ranges of a and b do not overlap (touching overlaps).
 

@@ -39,193 +39,21 @@ if [ -n "$missing" ]; then
 	fi
 fi
 
-echo "== unit tests: reports/test_labstats.py, reports/test_flame.py"
-if $py -m unittest -v reports.test_labstats reports.test_flame; then ok "unit tests"; else bad "unit tests"; fi
+echo "== unit tests: reports/test_*.py"
+if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts; then ok "unit tests"; else bad "unit tests"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Synthetic RUN_DIR: meta.json, raw/<arm>/rep<N>/<phase>.json in fio
-# json+ form (a text line before the JSON, as fio prints), and optionally
-# profiles/, scaling.json and extent counts.
-cat >"$tmp/mkrun.py" <<'EOF'
-import argparse, gzip, json, math, os
-import numpy as np
 
-ap = argparse.ArgumentParser()
-ap.add_argument("run_dir")
-ap.add_argument("--seed", type=int, default=1)
-ap.add_argument("--reps", type=int, default=5)
-ap.add_argument("--scale", action="append", default=[], help="ARM=FACTOR")
-ap.add_argument("--skip", default="", help="arms to skip, comma-separated")
-ap.add_argument("--scaling-phases", action="store_true",
-                help="phases seqread-e1024 and seqread-e4096 of exactly "
-                     "known throughput, with FIEMAP checks (the scaling "
-                     "workload's layout)")
-ap.add_argument("--extras", action="store_true",
-                help="also profiles/, scaling.json, extent_counts")
-a = ap.parse_args()
-rng = np.random.default_rng(a.seed)
-scale = {k: float(v) for k, v in (s.split("=") for s in a.scale)}
-skip = set(filter(None, a.skip.split(",")))
-ARMS = {  # fs, mkfs, encrypted, relative speed
-    "btrfs-extent": ("btrfs", "mkfs.btrfs -f", True, 0.985),
-    "btrfs-inode": ("btrfs", "mkfs.btrfs -f", True, 1.0),
-    "btrfs-plain": ("btrfs", "mkfs.btrfs -f", False, 1.10),
-    "ext4-inode": ("ext4", "mkfs.ext4 -O encrypt", True, 1.05),
-    "ext4-plain": ("ext4", "mkfs.ext4", False, 1.15),
-}
-PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
-          "randwrite": ("write", 4e6, 4096)}
-if a.scaling_phases:
-    # 4096 bytes per 10 us, and per 20 us: cost 10 and 20 us per 4 KiB
-    PHASES = {"seqread-e1024": ("read", 409.6e6, 131072),
-              "seqread-e4096": ("read", 204.8e6, 131072)}
-PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
-        "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
-        "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
-        "99.950000", "99.990000"]
-
-def bucket(v):  # fio-like: 6 significant bits per bin
-    v = int(v)
-    s = max(0, v.bit_length() - 7)
-    return (v >> s) << s
-
-def side(bw, bs, lat_scale, n=4000):
-    lat = rng.lognormal(math.log(bs / bw * 1e9), 0.35, n) * lat_scale
-    lat[: n // 200] *= 8
-    b = np.sort([bucket(v) for v in lat])
-    keys, counts = np.unique(b, return_counts=True)
-    io = int(bw * 30)
-    return {"io_bytes": io, "io_kbytes": io // 1024, "bw_bytes": int(bw),
-            "bw": int(bw / 1024), "iops": bw / bs, "runtime": 30000,
-            "total_ios": n,
-            "clat_ns": {"min": int(lat.min()), "max": int(lat.max()),
-                        "mean": float(lat.mean()), "stddev": float(lat.std()),
-                        "N": n,
-                        "percentile": {p: int(b[max(0, math.ceil(float(p) / 100 * n) - 1)])
-                                       for p in PCTS},
-                        "bins": {str(int(k)): int(c) for k, c in zip(keys, counts)}}}
-
-def idle():
-    return {"io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0,
-            "iops": 0.0, "runtime": 0, "total_ios": 0,
-            "clat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}
-
-meta_arms, order = {}, []
-for arm, (fs, mkfs, enc, _) in ARMS.items():
-    meta_arms[arm] = ({"status": "skipped",
-                       "reason": "kernel has no btrfs encryption yet (issue #4)"}
-                      if arm in skip else
-                      {"status": "measured", "fs": fs, "mkfs": mkfs,
-                       "mount": "", "encrypted": enc})
-measured = [x for x in ARMS if x not in skip]
-for rep in range(1, a.reps + 1):
-    for arm in measured:
-        order.append([arm, rep])
-        f = ARMS[arm][3] * scale.get(arm, 1.0)
-        d = os.path.join(a.run_dir, "raw", arm, f"rep{rep}")
-        os.makedirs(d, exist_ok=True)
-        for ph, (direction, base, bs) in PHASES.items():
-            job = {"jobname": ph, "groupid": 0, "error": 0,
-                   "read": idle(), "write": idle(), "trim": idle()}
-            noise = 1.0 if a.scaling_phases else rng.normal(1.0, 0.01)
-            job[direction] = side(base * f * noise, bs, 1 / f)
-            with open(os.path.join(d, ph + ".json"), "w") as fh:
-                fh.write("note: both iodepth >= 1 and synchronous I/O engine "
-                         "are selected, queue depth will be capped at 1\n")
-                json.dump({"fio version": "fio-3.33", "jobs": [job]}, fh)
-meta = {"workload": "fragmented", "date": "2026-12-03T02:00:00Z",
-        "reps": a.reps, "phases": list(PHASES), "arms": meta_arms,
-        "order": order,
-        "run_info": {"accel": "tcg", "cpus": "2", "mem_mb": "3072",
-                     "qemu_cmdline": "qemu-system-x86_64 -accel tcg -smp 2 -m 3072",
-                     "kernel_release": "6.1.192+", "kernel_series_hash": "0123abc",
-                     "kernel_config_sha256": "feedbeef", "elapsed_s": "1234"},
-        "fio_version": "fio-3.33",
-        "jobfiles": {ph + ".fio": f"[{ph}]\nrw={ph}\nfilename=/mnt/test/file\n"
-                     for ph in PHASES},
-        "min_extents": 16384}
-if a.scaling_phases:
-    meta["workload"] = "scaling"
-    meta["extent_checks"] = [
-        {"arm": arm, "rep": rep, "label": f"e{n}", "extents": n + 10 * rep,
-         "shared": 0, "min": n, "max": None, "path": f"/m/frag-e{n}"}
-        for arm in measured for rep in range(1, a.reps + 1)
-        for n in (1024, 4096)]
-if a.extras:
-    meta["extent_counts"] = {arm: [16400 + r for r in range(a.reps)]
-                             for arm in measured}
-    meta["profile_phase"] = "randread"
-    meta["profiled_extent_counts"] = {arm: {"frag": 16400}
-                                      for arm in measured}
-    for arm in measured:
-        d = os.path.join(a.run_dir, "profiles", arm)
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "bpftrace.json"), "w") as fh:
-            fh.write('{"type": "attached_probes", "data": {"probes": 4}}\n')
-            if ARMS[arm][2]:
-                der = 16400 if arm == "btrfs-extent" else 3
-                fh.write(json.dumps({"type": "map", "data": {
-                    "@derive_by_context": {"1": der, "2": 1}}}) + "\n")
-                for name, mu in (("@lookup_ns", 2000), ("@derive_ns", 9000)):
-                    bk = [{"min": 2 ** i, "max": 2 ** (i + 1) - 1,
-                           "count": int(1000 * math.exp(-((2 ** i - mu) / mu) ** 2))}
-                          for i in range(8, 17)]
-                    fh.write(json.dumps({"type": "hist", "data": {name: bk}}) + "\n")
-        # per-extent infos: 16400 more after the read on btrfs-extent (one
-        # per extent: 128 bytes per extent), none elsewhere; one more
-        # fscrypt_info on the encrypted arms
-        for fname, after in (("slab-before.txt", False), ("slab.txt", True)):
-            with open(os.path.join(d, fname), "w") as fh:
-                fh.write("slabinfo - version: 2.1\n# name <active_objs> <num_objs> "
-                         "<objsize> <objperslab> <pagesperslab> : tunables <limit> "
-                         "<batchcount> <sharedfactor> : slabdata <active_slabs> "
-                         "<num_slabs> <sharedavail>\n")
-                ext = 16400 if after and arm == "btrfs-extent" else 0
-                inf = 60 + (1 if after and ARMS[arm][2] else 0)
-                for cache, size, n in (("fscrypt_extent_info", 128, ext),
-                                       ("fscrypt_info", 136, inf),
-                                       ("btrfs_inode", 1080, 300),
-                                       ("ext4_inode_cache", 1160, 280),
-                                       ("kmalloc-64", 64, 9000), ("dentry", 192, 5000)):
-                    fh.write(f"{cache:<18} {n} {n + 4} {size} 30 1 : tunables 0 0 0 : slabdata 10 10 0\n")
-        # perf script -g output: btrfs-extent spends 30 of its 100 busy
-        # samples in the per-extent lookup, btrfs-inode none; 50 idle each
-        stacks = [("fio", ["fscrypt_get_extent_info", "btrfs_submit_bio",
-                           "vfs_read"], 30 if arm == "btrfs-extent" else 0),
-                  ("kworker/u4:1-btrfs-endio",
-                   ["aesni_xts_decrypt", "fscrypt_decrypt_bio",
-                    "process_one_work"], 70 if arm == "btrfs-extent" else 100),
-                  ("swapper", ["default_idle", "do_idle"], 50)]
-        with gzip.open(os.path.join(d, "perf-script.txt.gz"), "wt") as fh:
-            t = 0
-            for comm, frames, n in stacks:
-                for _ in range(n):
-                    t += 1
-                    fh.write(f"{comm} 42 [000] {t / 1000:.6f}: 2004008 cpu-clock:\n")
-                    for i, fr in enumerate(frames):
-                        fh.write(f"\tffffffff8100{i:04x} {fr}+0x{i + 1:x} ([kernel.kallsyms])\n")
-                    fh.write("\n")
-        with open(os.path.join(d, "perf-stat.txt"), "w") as fh:
-            fh.write(" Performance counter stats for 'fio':\n\n  1,234.5 msec task-clock\n")
-    with open(os.path.join(a.run_dir, "scaling.json"), "w") as fh:
-        json.dump({arm: [{"extents": e, "bw_bytes": [
-            40e6 * ARMS[arm][3] / (1 + (0.02 if arm == "btrfs-extent" else 0.005)
-                                   * math.log10(e)) * rng.normal(1, 0.01)
-            for _ in range(3)]} for e in (1, 100, 1000, 10000, 100000)]
-                   for arm in measured if arm.startswith("btrfs")}, fh)
-with open(os.path.join(a.run_dir, "meta.json"), "w") as fh:
-    json.dump(meta, fh, indent=1)
-EOF
-
-mk() { $py "$tmp/mkrun.py" "$@" || { bad "building synthetic run $1"; exit 1; }; }
+mk() { $py -m reports.synthrun "$@" || { bad "building synthetic run $1"; exit 1; }; }
 mk "$tmp/base" --seed 1 --extras
 mk "$tmp/same" --seed 2
 mk "$tmp/regressed" --seed 3 --scale btrfs-extent=0.8
 mk "$tmp/skipped" --seed 4 --skip btrfs-extent,btrfs-inode
 mk "$tmp/skipped-prof" --seed 4 --skip btrfs-extent,btrfs-inode --extras
 mk "$tmp/scal" --seed 5 --reps 3 --scaling-phases
+mk "$tmp/one" --seed 6 --reps 1
 
 expect_rc() { # want-rc name command...
 	local want=$1 name=$2 rc
@@ -351,12 +179,23 @@ assert abs(pts[1]["cost_us_per_4k"]["median"] - 20.0) < 1e-6, pts[1]
 assert pts[0]["files"][0] == "raw/btrfs-inode/rep1/seqread-e1024.json"
 EOF
 has "scaling: table row" "$out/summary.md" '^\| seqread \| btrfs-inode \| 4096 \| 4116 \| 3 \| .* \| 20\.0 \| 20\.0-20\.0 \| 2\.000 \|'
+out=$tmp/report-one
+expect_rc 0 generate-one-rep $py reports/generate.py "$tmp/one" "$out"
+if [ "$(grep -c '^- .*per-extent ÷ per-inode.*\*\*not conclusive (n = 1)\*\*' "$out/summary.md")" = 4 ]; then
+	ok "one rep: all 4 verdicts not conclusive (n = 1)"
+else
+	bad "one rep: not every verdict says not conclusive (n = 1)"
+fi
+hasnt "one rep: no CI in the verdicts" "$out/summary.md" '^- .*per-extent ÷ per-inode.*\(95% CI'
+has "one rep: says how many reps a CI needs" "$out/summary.md" 'a 95% CI needs at least 4 reps per arm'
 expect_rc 2 generate-no-meta $py reports/generate.py "$tmp/nonexistent" "$tmp/x"
 
 echo "== check.py"
 base=$tmp/baseline.json
 expect_rc 0 make-baseline $py reports/check.py --make-baseline "$tmp/base" "$base"
 has "baseline tracks the main ratio" "$base" '"btrfs-extent/btrfs-inode"'
+expect_rc 3 check-one-rep $py reports/check.py "$tmp/one" "$base"
+has "one rep: check says not conclusive" "$tmp/check-one-rep.out" '^check: not conclusive \(n = 1\)'
 expect_rc 0 check-unchanged $py reports/check.py "$tmp/same" "$base"
 hasnt "unchanged: no regression line" "$tmp/check-unchanged.out" 'REGRESSION'
 expect_rc 1 check-regressed $py reports/check.py "$tmp/regressed" "$base"

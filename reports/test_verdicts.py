@@ -1,0 +1,166 @@
+"""Honest verdicts: with too few reps for a CI or a significance test,
+every verdict and the regression check say "not conclusive (n = N)" and
+show no CI (issue 15, items 4 and 7).
+
+Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_verdicts
+"""
+
+import contextlib
+import io
+import math
+import os
+import tempfile
+import unittest
+
+from reports import check as C
+from reports import labstats as L
+from reports import synthrun
+from reports import generate as G
+
+
+class Rules(unittest.TestCase):
+    def test_median_at_extreme_known_values(self):
+        # n = 3: at least 2 of 3 draws are the minimum: 3 (1/3)^2 (2/3) +
+        # (1/3)^3 = 7/27
+        self.assertEqual(L.median_at_extreme(1), 1.0)
+        self.assertAlmostEqual(L.median_at_extreme(2), 0.25, places=12)
+        self.assertAlmostEqual(L.median_at_extreme(3), 7 / 27, places=12)
+        # n = 4: at least 3 of 4: 4 (1/4)^3 (3/4) + (1/4)^4 = 13/256
+        self.assertAlmostEqual(L.median_at_extreme(4), 13 / 256, places=12)
+
+    def test_median_at_extreme_matches_simulation(self):
+        import numpy as np
+        rng = np.random.default_rng(7)
+        x = np.arange(5.0)
+        draws = rng.integers(0, 5, size=(200000, 5))
+        freq = float(np.mean(np.median(x[draws], axis=1) == 0.0))
+        self.assertAlmostEqual(freq, L.median_at_extreme(5), delta=0.003)
+
+    def test_ci_needs_four_reps_per_arm(self):
+        self.assertFalse(L.ci_supported(1, 1))
+        self.assertFalse(L.ci_supported(3, 3))
+        self.assertFalse(L.ci_supported(3, 10))  # the smaller arm decides
+        self.assertTrue(L.ci_supported(4, 4))
+        self.assertTrue(L.ci_supported(5, 5))
+        self.assertEqual(L.reps_for_ci(), 4)
+
+    def test_test_needs_four_reps_per_arm(self):
+        self.assertEqual(L.reps_for_test(), 4)
+        self.assertLess(L.min_mw_p(4, 4), L.ALPHA)
+        self.assertGreaterEqual(L.min_mw_p(3, 3), L.ALPHA)
+
+    def test_conclusive_text(self):
+        self.assertEqual(L.conclusive_n(1, 1), "not conclusive (n = 1)")
+        self.assertEqual(L.conclusive_n(2, 5), "not conclusive (n = 2 vs 5)")
+        self.assertIsNone(L.conclusive_n(5, 5))
+        self.assertIn("at least 4 reps per arm", L.reps_needed_text())
+
+
+def _analyze(run_dir):
+    run = G.load_run(run_dir)
+    return G.analyze(run, G.DEFAULT_THRESHOLD)
+
+
+class Verdicts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.one = os.path.join(cls.tmp.name, "one")
+        cls.five = os.path.join(cls.tmp.name, "five")
+        synthrun.make_run(cls.one, seed=11, reps=1)
+        synthrun.make_run(cls.five, seed=12, reps=5)
+        cls.res1 = _analyze(cls.one)
+        cls.res5 = _analyze(cls.five)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_one_rep_every_verdict_not_conclusive(self):
+        vs = self.res1["verdicts"]
+        self.assertEqual(len(vs), 4)  # 2 read phases x throughput, p99
+        for v in vs:
+            self.assertEqual(v["status"], "not conclusive", v)
+            self.assertIn("**not conclusive (n = 1)**", v["text"])
+            self.assertNotIn("CI", v["text"].split(":")[1])
+            self.assertNotIn("met**", v["text"])
+            self.assertIn("at least 4 reps per arm", v["text"])
+            self.assertNotIn("ci_lo", v)
+
+    def test_one_rep_no_ci_anywhere(self):
+        for c in self.res1["comparisons"]:
+            if c["status"] != "measured":
+                continue
+            self.assertTrue(math.isnan(c["bw"]["ci_lo"]), c)
+            self.assertFalse(c["bw"]["ci_supported"])
+            for q in ("p50", "p99", "p99.9"):
+                self.assertTrue(math.isnan(c["latency"][q]["ci_lo"]))
+                self.assertEqual(c["latency"][q]["not_conclusive"],
+                                 "not conclusive (n = 1)")
+
+    def test_one_rep_cells_say_why(self):
+        c = [c for c in self.res1["comparisons"]
+             if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
+        self.assertEqual(G.fmt_ci_of(c["bw"]),
+                         "none: not conclusive (n = 1)")
+
+    def test_five_reps_verdicts_with_ci(self):
+        for v in self.res5["verdicts"]:
+            self.assertIn(v["status"], ("met", "not met"), v)
+            self.assertIn("95% CI", v["text"])
+            self.assertLessEqual(v["ci_lo"], v["ci_hi"])
+
+
+class Check(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        t = cls.tmp.name
+        cls.base = os.path.join(t, "baseline.json")
+        synthrun.make_run(os.path.join(t, "b"), seed=21, reps=5)
+        synthrun.make_run(os.path.join(t, "one"), seed=22, reps=1)
+        # one rep, and 20% slower: still no failure can be claimed
+        synthrun.make_run(os.path.join(t, "one-slow"), seed=23, reps=1,
+                          scale=["btrfs-extent=0.8"])
+        synthrun.make_run(os.path.join(t, "five-slow"), seed=24, reps=5,
+                          scale=["btrfs-extent=0.8"])
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert C.main(["--make-baseline", os.path.join(t, "b"),
+                           cls.base]) == 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_check(self, name):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(io.StringIO()):
+            rc = C.main([os.path.join(self.tmp.name, name), self.base])
+        return rc, out.getvalue()
+
+    def test_one_rep_is_not_conclusive(self):
+        rc, out = self.run_check("one")
+        self.assertEqual(rc, 3, out)
+        rows = [ln for ln in out.splitlines()
+                if ln.startswith("btrfs-extent/btrfs-inode")]
+        self.assertEqual(len(rows), 3, out)
+        for ln in rows:
+            self.assertIn("not conclusive (n = 1 vs 5)", ln)
+        self.assertIn("check: not conclusive (n = 1)", out)
+        self.assertNotIn("check: pass", out)
+
+    def test_one_rep_regression_cannot_be_claimed(self):
+        rc, out = self.run_check("one-slow")
+        self.assertEqual(rc, 3, out)
+        self.assertNotIn("REGRESSION", out)
+
+    def test_five_reps_regression_fails(self):
+        # the same slowdown with enough reps is caught: the check can fail
+        rc, out = self.run_check("five-slow")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("REGRESSION", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
