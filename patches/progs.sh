@@ -12,6 +12,8 @@
 #   $BUILD/progs-apt/        a private apt configuration with the deb-src
 #                            line, so the machine's apt setup is left alone
 #   $BUILD/progs/bin/        btrfs, mkfs.btrfs (what the image installs)
+# PROGS_SRC and PROGS_OUT override the last two (e.g. a development clone
+# of the tree, exported from with PROGS_SRC=... progs.sh export).
 #
 # The deb-src line is derived at run time from this machine's own apt
 # sources (deb822 .sources or one-line .list), like build-rootfs.sh's mirror.
@@ -21,9 +23,9 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(realpath -m "${BUILD:-$top/build}")
-SRC=$BUILD/btrfs-progs
+SRC=$(realpath -m "${PROGS_SRC:-$BUILD/btrfs-progs}")
 APTDIR=$BUILD/progs-apt
-OUTDIR=$BUILD/progs
+OUTDIR=$(realpath -m "${PROGS_OUT:-$BUILD/progs}")
 PATCHES=$(realpath -m "${PROGS_PATCHES:-$top/patches/btrfs-progs}")
 SUITE=bookworm
 JOBS=${JOBS:-$(nproc)}
