@@ -115,8 +115,8 @@ bench-check:
 	$(call need,$(APT_BENCH))
 	@run=$(BUILD)/bench/latest-$(WORKLOAD); base=reports/baselines/$(WORKLOAD).json; \
 	[ -d "$$run" ] || { echo "bench-check: no run of '$(WORKLOAD)' yet: make bench WORKLOAD=$(WORKLOAD)"; exit 2; }; \
-	[ -f "$$base" ] || { echo "bench-check: no baseline $$base (make one: reports/check.py --make-baseline $$run $$base)"; exit 2; }; \
-	/usr/bin/python3 reports/check.py "$$run" "$$base"
+	[ -f "$$base" ] || { echo "bench-check: no baseline $$base (make one: /usr/bin/python3 -m reports.check --make-baseline $$run $$base)"; exit 2; }; \
+	/usr/bin/python3 -m reports.check "$$run" "$$base"
 
 bench-tools:
 	$(call need,$(APT_TESTS))

@@ -1,5 +1,6 @@
 # Benchmark arms: how each one makes, mounts and encrypts its filesystem.
-# Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh.
+# Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh
+# (for the arm names only: what an arm did is recorded by the guest).
 #
 #   btrfs-extent  btrfs, fscrypt with per-extent keys (the default for new
 #                 encrypted files, patch 0017)
@@ -36,6 +37,16 @@ arm_mount_opts() {
 	case $1 in
 	btrfs-inode) [ -e "$BTRFS_EXTENT_KEYS_FEATURE" ] && echo "$BTRFS_PER_INODE_KEYS_OPT" ;;
 	*) echo "" ;;
+	esac
+}
+
+# The key mode the arm measures; the guest checks that the kernel reports
+# it (/proc/mounts, the policy read back) and fails the run otherwise.
+arm_key_mode() {
+	case $1 in
+	btrfs-extent) echo per-extent ;;
+	*-plain) echo none ;;
+	*) echo per-inode ;;
 	esac
 }
 

@@ -81,6 +81,11 @@ mkdir -p "$out/raw" "$out/profiles"
 : >"$out/arms.tsv"
 : >"$out/extents.tsv"
 : >"$out/order.tsv"
+# The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
+# order.tsv, ...); host and guest ship together, the host reads only this
+# format (reports/runmodel.py).
+echo 2 >"$out/format"
+: >"$out/facts.tsv"
 fio --version >"$out/fio-version"
 echo "$MIN_EXTENTS" >"$out/min-extents"
 phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
@@ -123,34 +128,73 @@ arm_dev() {
 
 declare -A skipped
 
+# The key mode the kernel gives new files of a mounted arm: btrfs says it
+# in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, patch
+# 0017); otherwise the policy the kernel reports back decides (fscrypt's
+# per-file keys are the per-inode mode). Prints "mode<TAB>evidence".
+kernel_key_mode() { # mount-options policy-line
+	local opts=",$1," policy=$2
+	# no policy, no keys (btrfs shows its key-mode option on every mount)
+	[ -n "$policy" ] || { printf 'none\tno encryption policy\n'; return; }
+	case $opts in
+	*,fscrypt_per_extent_keys,*) printf 'per-extent\t/proc/mounts: fscrypt_per_extent_keys\n'; return ;;
+	*,fscrypt_per_inode_keys,*) printf 'per-inode\t/proc/mounts: fscrypt_per_inode_keys\n'; return ;;
+	esac
+	case $policy in
+	*keys=per-file*) printf 'per-inode\tpolicy read back: %s\n' "$policy" ;;
+	*) printf '%s\tpolicy read back: %s\n' "${policy##*keys=}" "$policy" ;;
+	esac
+}
+
 # Make, mount and (for encrypted arms) set up encryption, then ask the
 # workload whether the arm can run it. Prints a reason and returns 3 if the
 # arm cannot run (kernel or filesystem lacks a feature), 1 on other errors.
-setup_fs() { # arm dev mnt
-	local arm=$1 dev=$2 mnt=$3 opts err tune rc
+# On success, appends what was done to $out/facts.tsv (the host only reads
+# it): the mkfs and mount commands, the mount options as /proc/mounts shows
+# them, the tuning, the policy and the key mode the kernel reports.
+setup_fs() { # arm rep dev mnt
+	local arm=$1 rep=$2 dev=$3 mnt=$4 opts err tune rc mkfs fs mounted policy="" km
 	arm_unsupported "$arm" && return 3
 	opts=$(arm_mount_opts "$arm")
+	fs=$(arm_fs "$arm")
+	mkfs="$(arm_mkfs "$arm") $dev"
 	umount -q "$mnt" 2>/dev/null
-	$(arm_mkfs "$arm") "$dev" >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
-	if ! err=$(mount -t "$(arm_fs "$arm")" ${opts:+-o "$opts"} "$dev" "$mnt" 2>&1); then
+	$mkfs >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
+	if ! err=$(mount -t "$fs" ${opts:+-o "$opts"} "$dev" "$mnt" 2>&1); then
 		echo "mount -o '$opts' failed: $err"
 		[ -n "$opts" ] && return 3
 		return 1
 	fi
+	mounted=$(awk -v m="$mnt" '$2 == m { o = $4 } END { print o }' /proc/mounts)
 	tune=$(arm_tuning "$arm" "$(basename "$dev")")
 	[ -z "$tune" ] || sh -c "$tune" || { echo "tuning failed: $tune"; return 1; }
 	mkdir -p "$mnt/bench"
 	if arm_encrypted "$arm"; then
 		err=$(fscrypt_setup "$mnt" "$mnt/bench" 2>&1)
 		case $? in
-		0) ;;
-		3) echo "$(arm_fs "$arm") on this kernel does not support fscrypt ($err)"; return 3 ;;
+		0) policy=$err ;;
+		3) echo "$fs on this kernel does not support fscrypt ($err)"; return 3 ;;
 		*) echo "$err"; return 1 ;;
 		esac
+	fi
+	km=$(kernel_key_mode "$mounted" "$policy")
+	# An arm measured under another key mode than its name says would be
+	# a fake result: fail loudly.
+	if [ "${km%%$'\t'*}" != "$(arm_key_mode "$arm")" ]; then
+		echo "bench: FAIL: $arm expects $(arm_key_mode "$arm") keys, the kernel gives ${km//$'\t'/ (}) (mount options $mounted)" >/dev/console
+		echo "$arm expects $(arm_key_mode "$arm") keys, the kernel gives ${km%%$'\t'*}"
+		return 1
 	fi
 	err=$(ARM=$arm wl_probe "$mnt" 2>&1)
 	rc=$?
 	[ $rc = 0 ] || { echo "$err"; return $rc; }
+	{
+		printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" fs "$fs" "$arm" "$rep" mkfs "$mkfs" \
+			"$arm" "$rep" mount_cmd "mount -t $fs${opts:+ -o $opts} $dev $mnt" \
+			"$arm" "$rep" mount_options "$mounted" "$arm" "$rep" tuning "$tune" \
+			"$arm" "$rep" policy "$policy" "$arm" "$rep" key_mode "${km%%$'\t'*}" \
+			"$arm" "$rep" key_mode_source "${km#*$'\t'}"
+	} >>"$out/facts.tsv"
 	return 0
 }
 
@@ -197,7 +241,7 @@ run_phases() { # arm rep mnt dir
 # Try the arm; on "cannot run" mark it skipped for the rest of the run.
 try_setup() { # arm rep dev mnt
 	local arm=$1 rep=$2 why rc
-	why=$(setup_fs "$arm" "$3" "$4")
+	why=$(setup_fs "$arm" "$rep" "$3" "$4")
 	rc=$?
 	why=${why//$'\n'/ }    # one line: it goes into arms.tsv and the report
 	case $rc in

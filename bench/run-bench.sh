@@ -49,7 +49,7 @@ stamp=$(date -u +%Y%m%d-%H%M%S)
 run=$top/build/bench/$stamp-$workload
 vm=$run/vm
 # The job lives with its run, so that runs can overlap (ACCEL=icount runs
-# barely disturb each other) and collect.py reads this run's bench.env.
+# barely disturb each other) and reports.collect reads this run's bench.env.
 job=$run/job
 mkdir -p "$job/bench" "$run"
 cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$job/bench/"
@@ -92,13 +92,16 @@ if [ $rc != 0 ]; then
 fi
 
 echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writing the report"
-/usr/bin/python3 "$top/bench/collect.py" "$vm" "$job" "$run" || die "could not collect the results of $vm"
+# The run model (reports/runmodel.py) reads what the guest recorded; the
+# reports package is imported from the top of the clone.
+cd "$top" || die "cannot cd to $top"
+/usr/bin/python3 -m reports.collect "$vm" "$job" "$run" || die "could not collect the results of $vm"
 # reports/<date>-<workload>; a second run of the day gets its time too, and
 # a run with an injected slowdown says so in its name.
 out=$top/reports/$(date -u +%Y-%m-%d)-$workload
 [ "$INJECT_LOOKUP_DELAY_US" = 0 ] || out+=-injected-${INJECT_LOOKUP_DELAY_US}us
 [ -e "$out" ] && out+=-${stamp#*-}
-/usr/bin/python3 "$top/reports/generate.py" "$run" "$out" || die "report generation failed for $run"
+/usr/bin/python3 -m reports.generate "$run" "$out" || die "report generation failed for $run"
 ln -sfn "$run" "$top/build/bench/latest-$workload"
 echo "bench: raw run: $run"
 echo "bench: report:  $out/index.html and $out/summary.md"

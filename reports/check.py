@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Regression check of a benchmark run against a baseline.
 
-    /usr/bin/python3 reports/check.py RUN_DIR BASELINE_JSON [--threshold PCT]
-    /usr/bin/python3 reports/check.py --make-baseline RUN_DIR OUT_JSON
+    /usr/bin/python3 -m reports.check RUN_DIR BASELINE_JSON [--threshold PCT]
+    /usr/bin/python3 -m reports.check --make-baseline RUN_DIR OUT_JSON
 
 Tracked numbers are throughput ratios between arms of one run (absolute
 times under TCG mean nothing): for each comparison A/B of generate.py and
@@ -23,9 +23,9 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import labstats as L  # noqa: E402
-import generate as G  # noqa: E402
+from reports import labstats as L
+from reports import runmodel as M
+from reports.analysis import DEFAULT_THRESHOLD
 
 FORMAT = "fscrypt-lab-baseline/1"
 
@@ -34,31 +34,9 @@ class UsageError(Exception):
     """Bad arguments or unusable input (exit 2)."""
 
 
-def run_ratios(run):
-    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison.
-
-    A str value means the ratio cannot be computed from this run: an arm is
-    skipped or absent, or no rep has both arms.
-    """
-    out = {}
-    for a, b, _ in G.COMPARISONS:
-        name = f"{a}/{b}"
-        out[name] = {}
-        reason = G.arm_absent_reason(run, a) or G.arm_absent_reason(run, b)
-        for phase in run["phases"]:
-            if reason:
-                out[name][phase] = reason
-                continue
-            reps, ratios = L.paired_ratios(G.bw_by_rep(run, a, phase),
-                                           G.bw_by_rep(run, b, phase))
-            out[name][phase] = ((reps, ratios) if ratios else
-                                f"no rep has data for both {a} and {b}")
-    return out
-
-
 def make_baseline(run_dir, out_json, threshold):
     """Write the baseline of RUN_DIR to OUT_JSON; return the exit status."""
-    run = G.load_run(run_dir)
+    run = M.load_run(run_dir)
     for w in run["warnings"]:
         print(f"check: warning: {w}", file=sys.stderr)
     meta = run["meta"]
@@ -73,7 +51,7 @@ def make_baseline(run_dir, out_json, threshold):
         "metric": "bw_bytes",
         "threshold_pct": threshold,
         "created_from": {
-            "run_dir": os.path.abspath(run_dir),
+            "run": os.path.basename(os.path.normpath(run_dir)),
             "date": meta.get("date"),
             "kernel_release": info.get("kernel_release"),
             "kernel_series_hash": info.get("kernel_series_hash"),
@@ -84,7 +62,7 @@ def make_baseline(run_dir, out_json, threshold):
         "ratios": {},
         "not_tracked": {},
     }
-    for name, phases in run_ratios(run).items():
+    for name, phases in M.tracked_ratios(run).items():
         for phase, v in phases.items():
             if isinstance(v, str):
                 base["not_tracked"].setdefault(name, {})[phase] = v
@@ -142,7 +120,7 @@ def load_baseline(path):
 
 def ratio_order(names):
     """Comparisons in generate.COMPARISONS order, then others sorted."""
-    known = [f"{a}/{b}" for a, b, _ in G.COMPARISONS]
+    known = [f"{a}/{b}" for a, b, _ in M.COMPARISONS]
     return ([n for n in known if n in names]
             + sorted(n for n in names if n not in known))
 
@@ -150,7 +128,7 @@ def ratio_order(names):
 def check(run_dir, baseline_path, threshold):
     """Compare RUN_DIR with the baseline, print the table, return status."""
     base = load_baseline(baseline_path)
-    run = G.load_run(run_dir)
+    run = M.load_run(run_dir)
     for w in run["warnings"]:
         print(f"check: warning: {w}", file=sys.stderr)
     wl_base, wl_run = base.get("workload"), run["meta"].get("workload")
@@ -158,8 +136,8 @@ def check(run_dir, baseline_path, threshold):
         raise UsageError(f"baseline is for workload '{wl_base}', the run is "
                          f"'{wl_run}': not comparable")
     if threshold is None:
-        threshold = float(base.get("threshold_pct", G.DEFAULT_THRESHOLD))
-    now = run_ratios(run)
+        threshold = float(base.get("threshold_pct", DEFAULT_THRESHOLD))
+    now = M.tracked_ratios(run)
     rows, regressions, errors, undecidable = [], [], [], []
     for name in ratio_order(base["ratios"]):
         for phase, e in base["ratios"][name].items():
@@ -273,7 +251,7 @@ def main(argv=None):
                     help="write a baseline from RUN_DIR to OUT_JSON")
     ap.add_argument("--threshold", type=float, default=None, metavar="PCT",
                     help="minimum drop, in %%, that can fail (default: the "
-                         f"baseline's, else {G.DEFAULT_THRESHOLD:g})")
+                         f"baseline's, else {DEFAULT_THRESHOLD:g})")
     ap.add_argument("run_dir", metavar="RUN_DIR")
     ap.add_argument("other", metavar="BASELINE_JSON|OUT_JSON")
     args = ap.parse_args(argv)
@@ -282,10 +260,10 @@ def main(argv=None):
     try:
         if args.make_baseline:
             t = (args.threshold if args.threshold is not None
-                 else G.DEFAULT_THRESHOLD)
+                 else DEFAULT_THRESHOLD)
             return make_baseline(args.run_dir, args.other, t)
         return check(args.run_dir, args.other, args.threshold)
-    except (UsageError, G.RunError) as e:
+    except (UsageError, M.RunError) as e:
         print(f"check: error: {e}", file=sys.stderr)
         return 2
 

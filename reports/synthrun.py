@@ -19,6 +19,33 @@ import os
 import numpy as np
 
 
+def arm_facts(arm, fs, mkfs, enc, i):
+    """What a guest records for a measured arm (facts.tsv), as a kernel
+    with per-extent keys would show it."""
+    dev, mnt = f"/dev/vd{'defgh'[i]}", f"/mnt/bench-{arm}"
+    opts = {"btrfs-inode": "fscrypt_per_inode_keys"}.get(arm, "")
+    mounted = ("rw,relatime,space_cache=v2,"
+               + ("fscrypt_per_inode_keys" if arm == "btrfs-inode"
+                  else "fscrypt_per_extent_keys")
+               + ",subvolid=5,subvol=/") if fs == "btrfs" else "rw,relatime"
+    policy = ("policy v2 contents=1 filenames=4 flags=0x2 keys=per-file"
+              if enc else "")
+    mode, source = (("per-extent", "/proc/mounts: fscrypt_per_extent_keys")
+                    if arm == "btrfs-extent" else
+                    ("per-inode", "/proc/mounts: fscrypt_per_inode_keys")
+                    if arm == "btrfs-inode" else
+                    ("per-inode", f"policy read back: {policy}") if enc else
+                    ("none", "no encryption policy"))
+    return {"status": "measured", "fs": fs, "mkfs": f"{mkfs} {dev}",
+            "mount_cmd": f"mount -t {fs}{' -o ' + opts if opts else ''} "
+                         f"{dev} {mnt}",
+            "mount_options": mounted,
+            "tuning": (f"echo 1000000 > /sys/fs/ext4/{dev[5:]}/mb_stream_req"
+                       if fs == "ext4" else ""),
+            "policy": policy, "key_mode": mode, "key_mode_source": source,
+            "encrypted": enc}
+
+
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              scaling_phases=False, extras=False):
     """Write a synthetic RUN_DIR (see the module docstring)."""
@@ -73,12 +100,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                 "clat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}
 
     meta_arms, order = {}, []
-    for arm, (fs, mkfs, enc, _) in ARMS.items():
+    for i, (arm, (fs, mkfs, enc, _)) in enumerate(ARMS.items()):
         meta_arms[arm] = ({"status": "skipped",
                            "reason": "kernel has no btrfs encryption yet (issue #4)"}
-                          if arm in skip else
-                          {"status": "measured", "fs": fs, "mkfs": mkfs,
-                           "mount": "", "encrypted": enc})
+                          if arm in skip else arm_facts(arm, fs, mkfs, enc, i))
     measured = [x for x in ARMS if x not in skip]
     for rep in range(1, a.reps + 1):
         for arm in measured:
@@ -95,7 +120,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                     fh.write("note: both iodepth >= 1 and synchronous I/O engine "
                              "are selected, queue depth will be capped at 1\n")
                     json.dump({"fio version": "fio-3.33", "jobs": [job]}, fh)
-    meta = {"workload": "fragmented", "date": "2026-12-03T02:00:00Z",
+    meta = {"format": 2, "arm_fact_problems": [], "workload": "fragmented", "date": "2026-12-03T02:00:00Z",
             "reps": a.reps, "phases": list(PHASES), "arms": meta_arms,
             "order": order,
             "run_info": {"accel": "tcg", "cpus": "2", "mem_mb": "3072",

@@ -6,10 +6,7 @@ Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_flame
 import re
 import unittest
 
-try:
-    from reports import flame as F
-except ImportError:  # run from inside reports/
-    import flame as F
+from reports import flame as F
 
 # perf script's text: a header per sample, frames leaf first, blank lines
 # between samples; the fifth sample follows the fourth without a blank

@@ -6,10 +6,7 @@ Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_labstats
 import math
 import unittest
 
-try:
-    from reports import labstats as L
-except ImportError:  # run from inside reports/
-    import labstats as L
+from reports import labstats as L
 
 
 class Summary(unittest.TestCase):

@@ -15,7 +15,9 @@ import unittest
 from reports import check as C
 from reports import labstats as L
 from reports import synthrun
-from reports import generate as G
+from reports import analysis as A
+from reports import fmt
+from reports import runmodel as M
 
 
 class Rules(unittest.TestCase):
@@ -57,8 +59,8 @@ class Rules(unittest.TestCase):
 
 
 def _analyze(run_dir):
-    run = G.load_run(run_dir)
-    return G.analyze(run, G.DEFAULT_THRESHOLD)
+    run = M.load_run(run_dir)
+    return A.analyze(run, A.DEFAULT_THRESHOLD)
 
 
 class Verdicts(unittest.TestCase):
@@ -101,7 +103,7 @@ class Verdicts(unittest.TestCase):
     def test_one_rep_cells_say_why(self):
         c = [c for c in self.res1["comparisons"]
              if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
-        self.assertEqual(G.fmt_ci_of(c["bw"]),
+        self.assertEqual(fmt.fmt_ci_of(c["bw"]),
                          "none: not conclusive (n = 1)")
 
     def test_five_reps_verdicts_with_ci(self):

@@ -83,6 +83,26 @@ same "sequential: at most 64 extents" "$(in_workload sequential wl_checks /m)" "
 same "fragmented: at least 16384 extents" "$(in_workload fragmented wl_checks /m)" "frag /m/bench/frag 16384 - 0"
 same "fragmented: MIN_EXTENTS override" "$(MIN_EXTENTS=100 in_workload fragmented wl_checks /m)" "frag /m/bench/frag 100 - 0"
 
+echo "== key mode the guest records (kernel_key_mode of guest-bench.sh)"
+key_mode() { # mount-options policy
+	(
+		eval "$(sed -n '/^kernel_key_mode() {/,/^}/p' "$top/bench/guest-bench.sh")"
+		kernel_key_mode "$@"
+	)
+}
+tab=$'\t'
+same "key mode: btrfs per-extent from /proc/mounts" "$(key_mode rw,relatime,space_cache=v2,fscrypt_per_extent_keys,subvolid=5 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
+	"per-extent$tab/proc/mounts: fscrypt_per_extent_keys"
+same "key mode: btrfs per-inode from /proc/mounts" "$(key_mode rw,fscrypt_per_inode_keys,subvolid=5 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
+	"per-inode$tab/proc/mounts: fscrypt_per_inode_keys"
+same "key mode: ext4 from the policy read back" "$(key_mode rw,relatime 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
+	"per-inode${tab}policy read back: policy v2 contents=1 filenames=4 flags=0x2 keys=per-file"
+same "key mode: a DIRECT_KEY policy is not per-inode" "$(key_mode rw 'policy v2 contents=9 filenames=9 flags=0x6 keys=direct' | cut -f1)" "direct"
+same "key mode: unencrypted" "$(key_mode rw,relatime '')" "none${tab}no encryption policy"
+same "key mode: unencrypted btrfs (the option is shown on every mount)" "$(key_mode rw,fscrypt_per_extent_keys,subvolid=5 '')" "none${tab}no encryption policy"
+same "arm key modes" "$(. "$top/bench/arms.sh"; for a in $ALL_ARMS; do arm_key_mode "$a"; done | xargs)" \
+	"per-extent per-inode none per-inode none"
+
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
 else

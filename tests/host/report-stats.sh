@@ -40,7 +40,7 @@ if [ -n "$missing" ]; then
 fi
 
 echo "== unit tests: reports/test_*.py"
-if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts; then ok "unit tests"; else bad "unit tests"; fi
+if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel; then ok "unit tests"; else bad "unit tests"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -76,7 +76,7 @@ hasnt() { # name file regex
 
 echo "== generate.py"
 out=$tmp/report
-expect_rc 0 generate-base $py reports/generate.py "$tmp/base" "$out"
+expect_rc 0 generate-base $py -m reports.generate "$tmp/base" "$out"
 for f in index.html summary.md results.json throughput.png latency.png \
 	ratio_extent_inode.png comparisons.png run_order.png slab.png scaling.png \
 	derivations_vs_extents.png bpftrace_lookup_ns.png bpftrace_derive_ns.png \
@@ -138,7 +138,7 @@ has "index.html: job files collapsed" "$out/index.html" '<details><summary>fio j
 has "index.html: plots" "$out/index.html" '<img src="ratio_extent_inode.png"'
 cp "$out/results.json" "$tmp/results1.json"
 touch "$out/flame-diff-stale-vs-old.svg" "$out/stale.png"
-expect_rc 0 generate-again $py reports/generate.py "$tmp/base" "$out"
+expect_rc 0 generate-again $py -m reports.generate "$tmp/base" "$out"
 if [ -e "$out/flame-diff-stale-vs-old.svg" ] || [ -e "$out/stale.png" ]; then
 	bad "a second report in the same directory keeps stale plots"
 else
@@ -147,7 +147,7 @@ fi
 if cmp -s "$tmp/results1.json" "$out/results.json"; then ok "results.json identical on a second run"; else bad "results.json differs between two runs"; fi
 
 out=$tmp/report-skipped
-expect_rc 0 generate-skipped $py reports/generate.py "$tmp/skipped" "$out"
+expect_rc 0 generate-skipped $py -m reports.generate "$tmp/skipped" "$out"
 has "skipped: verdict not measured" "$out/summary.md" 'seqread throughput.*not measured \(btrfs-extent skipped: kernel has no btrfs encryption'
 has "skipped: own section" "$out/summary.md" '^- \*\*btrfs-inode\*\*: kernel has no btrfs'
 has "skipped: profiles not collected" "$out/summary.md" 'not collected'
@@ -156,7 +156,7 @@ has "skipped: ratio plot labelled not measured" "$out/summary.md" 'per-extent / 
 hasnt "skipped: no flame graphs without profiles" "$out/summary.md" 'flame-diff'
 
 out=$tmp/report-skipped-prof
-expect_rc 0 generate-skipped-prof $py reports/generate.py "$tmp/skipped-prof" "$out"
+expect_rc 0 generate-skipped-prof $py -m reports.generate "$tmp/skipped-prof" "$out"
 for f in flame-diff-ext4-inode-vs-ext4-plain.svg memory.png bpftrace_lookup_ns.png; do
 	if [ -s "$out/$f" ]; then ok "skipped-prof: report has $f"; else bad "skipped-prof: report lacks $f"; fi
 done
@@ -165,7 +165,7 @@ has "skipped-prof: memory rows of skipped arms" "$out/summary.md" '^\| btrfs-ext
 has "skipped-prof: flame table row of skipped arm" "$out/summary.md" '^\| btrfs-inode \| skipped: kernel has no btrfs'
 
 out=$tmp/report-scal
-expect_rc 0 generate-scaling $py reports/generate.py "$tmp/scal" "$out"
+expect_rc 0 generate-scaling $py -m reports.generate "$tmp/scal" "$out"
 if [ -s "$out/scaling.png" ]; then ok "scaling: cost plot"; else bad "scaling: no scaling.png"; fi
 if $py - "$out/results.json" <<'EOF'; then ok "scaling: cost per 4 KiB and FIEMAP extents (known answer)"; else bad "scaling: results.json"; fi
 import json, sys
@@ -180,7 +180,7 @@ assert pts[0]["files"][0] == "raw/btrfs-inode/rep1/seqread-e1024.json"
 EOF
 has "scaling: table row" "$out/summary.md" '^\| seqread \| btrfs-inode \| 4096 \| 4116 \| 3 \| .* \| 20\.0 \| 20\.0-20\.0 \| 2\.000 \|'
 out=$tmp/report-one
-expect_rc 0 generate-one-rep $py reports/generate.py "$tmp/one" "$out"
+expect_rc 0 generate-one-rep $py -m reports.generate "$tmp/one" "$out"
 if [ "$(grep -c '^- .*per-extent ÷ per-inode.*\*\*not conclusive (n = 1)\*\*' "$out/summary.md")" = 4 ]; then
 	ok "one rep: all 4 verdicts not conclusive (n = 1)"
 else
@@ -188,26 +188,26 @@ else
 fi
 hasnt "one rep: no CI in the verdicts" "$out/summary.md" '^- .*per-extent ÷ per-inode.*\(95% CI'
 has "one rep: says how many reps a CI needs" "$out/summary.md" 'a 95% CI needs at least 4 reps per arm'
-expect_rc 2 generate-no-meta $py reports/generate.py "$tmp/nonexistent" "$tmp/x"
+expect_rc 2 generate-no-meta $py -m reports.generate "$tmp/nonexistent" "$tmp/x"
 
 echo "== check.py"
 base=$tmp/baseline.json
-expect_rc 0 make-baseline $py reports/check.py --make-baseline "$tmp/base" "$base"
+expect_rc 0 make-baseline $py -m reports.check --make-baseline "$tmp/base" "$base"
 has "baseline tracks the main ratio" "$base" '"btrfs-extent/btrfs-inode"'
-expect_rc 3 check-one-rep $py reports/check.py "$tmp/one" "$base"
+expect_rc 3 check-one-rep $py -m reports.check "$tmp/one" "$base"
 has "one rep: check says not conclusive" "$tmp/check-one-rep.out" '^check: not conclusive \(n = 1\)'
-expect_rc 0 check-unchanged $py reports/check.py "$tmp/same" "$base"
+expect_rc 0 check-unchanged $py -m reports.check "$tmp/same" "$base"
 hasnt "unchanged: no regression line" "$tmp/check-unchanged.out" 'REGRESSION'
-expect_rc 1 check-regressed $py reports/check.py "$tmp/regressed" "$base"
+expect_rc 1 check-regressed $py -m reports.check "$tmp/regressed" "$base"
 has "regressed: main ratio flagged" "$tmp/check-regressed.out" '^btrfs-extent/btrfs-inode +seqread .*-2[0-9]\.[0-9]+% +0\.0079 +yes +REGRESSION'
 hasnt "regressed: ext4 ratio not flagged" "$tmp/check-regressed.out" '^ext4-inode/ext4-plain .*REGRESSION'
-expect_rc 0 check-regressed-threshold-30 $py reports/check.py "$tmp/regressed" "$base" --threshold 30
-expect_rc 0 check-skipped $py reports/check.py "$tmp/skipped" "$base"
+expect_rc 0 check-regressed-threshold-30 $py -m reports.check "$tmp/regressed" "$base" --threshold 30
+expect_rc 0 check-skipped $py -m reports.check "$tmp/skipped" "$base"
 has "skipped: not tracked" "$tmp/check-skipped.out" 'btrfs-extent/btrfs-inode +seqread .*not tracked: skipped'
-expect_rc 2 check-no-run $py reports/check.py "$tmp/nonexistent" "$base"
+expect_rc 2 check-no-run $py -m reports.check "$tmp/nonexistent" "$base"
 echo '{"ratios": {}}' >"$tmp/empty-baseline.json"
-expect_rc 2 check-bad-baseline $py reports/check.py "$tmp/same" "$tmp/empty-baseline.json"
-expect_rc 2 check-usage $py reports/check.py "$tmp/same"
+expect_rc 2 check-bad-baseline $py -m reports.check "$tmp/same" "$tmp/empty-baseline.json"
+expect_rc 2 check-usage $py -m reports.check "$tmp/same"
 
 if [ "$fails" = 0 ]; then
 	echo "report-stats: all passed"

@@ -1,0 +1,571 @@
+"""The report's PNG plots (matplotlib, Agg) and flame graph SVGs
+(reports.flame). Each plot function takes the run and the analysis and
+returns the file name it wrote, or None when it has nothing to draw.
+"""
+
+import math
+import os
+import re
+import textwrap
+
+from reports import flame as F
+from reports.fmt import MIB, fmt_count, fmt_ns
+from reports.runmodel import (
+    COMPARISONS, KNOWN_ARMS, MAIN_A, MAIN_B, arm_order, phase_direction)
+from reports.profiles import MEMORY_CACHES, hist_total
+from reports.analysis import (
+    GOAL_BW_RATIO, GOAL_P99_RATIO, PERCENTILES, pct_name)
+
+
+def arm_colors(arms):
+    """A fixed color per arm (tab10 in KNOWN_ARMS order)."""
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+    names = arm_order(set(KNOWN_ARMS) | set(arms))
+    return {a: palette[i % len(palette)] for i, a in enumerate(names)}
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, out_dir, name):
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    _plt().close(fig)
+    return name
+
+
+def _phase_grid(plt, n, height):
+    """One panel per phase, at most 4 per row; returns (fig, [axes])."""
+    cols = max(1, min(4, n))
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, height * rows),
+                             squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def skipped_note(run, arms=None):
+    """"skipped: a, b" for the figure text, or "" (arms: the candidates)."""
+    names = [a for a in run["not_measured"] if arms is None or a in arms]
+    return ("not measured (skipped): " + ", ".join(names)) if names else ""
+
+
+def add_skipped_legend(ax, run, arms=None, **kw):
+    """The legend, with a gray entry per skipped arm."""
+    from matplotlib.patches import Patch
+    handles, labels = ax.get_legend_handles_labels()
+    for a in run["not_measured"]:
+        if arms is None or a in arms:
+            handles.append(Patch(facecolor="white", edgecolor="gray",
+                                 hatch="//"))
+            labels.append(f"{a}: skipped")
+    if handles:
+        ax.legend(handles, labels, fontsize=kw.get("fontsize", 7))
+
+
+def plot_throughput(run, res, out_dir, colors):
+    """Median bars, min-max whiskers, one dot per rep; per phase panel."""
+    plt = _plt()
+    arms = list(run["arms"])
+    phases = run["phases"]
+    fig, axlist = _phase_grid(plt, len(phases), 4)
+    for ax, phase in zip(axlist, phases):
+        for i, arm in enumerate(arms):
+            if arm not in run["measured"] or \
+                    not res["arms"][arm]["phases"][phase]["reps"]:
+                ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
+                        else "no data", rotation=90, ha="center",
+                        va="bottom", fontsize=9, color="gray",
+                        transform=ax.get_xaxis_transform())
+                continue
+            s = res["arms"][arm]["phases"][phase]["bw_bytes"]
+            med = s["median"] / MIB
+            ax.bar(i, med, color=colors[arm], alpha=0.75)
+            ax.errorbar(i, med, yerr=[[med - s["min"] / MIB],
+                                      [s["max"] / MIB - med]],
+                        color="black", capsize=4, lw=1)
+            vals = [d["bw_bytes"] / MIB for d in
+                    res["arms"][arm]["phases"][phase]["reps"].values()]
+            ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
+                    alpha=0.6)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_title(f"{phase} ({phase_direction(run, phase)})")
+        ax.set_ylabel("throughput, MiB/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Throughput: bar = median, whiskers = min-max, "
+                 "dots = reps", fontsize=10)
+    return _save(fig, out_dir, "throughput.png")
+
+
+def plot_latency(run, res, out_dir, colors):
+    """p50/p99/p99.9 of merged bins per arm, log scale, per phase."""
+    plt = _plt()
+    arms = [a for a in run["measured"]]
+    if not arms:
+        return None
+    phases = run["phases"]
+    fig, axlist = _phase_grid(plt, len(phases), 4)
+    width = 0.8 / len(arms)
+    any_data = False
+    for ax, phase in zip(axlist, phases):
+        for j, arm in enumerate(arms):
+            lat = res["arms"][arm]["phases"][phase]["latency_ns"]
+            ys = [lat[pct_name(q)] / 1000.0 for q in PERCENTILES]
+            xs = [i + (j - (len(arms) - 1) / 2) * width
+                  for i in range(len(PERCENTILES))]
+            ok = [(x, y) for x, y in zip(xs, ys) if not math.isnan(y)]
+            if ok:
+                any_data = True
+                ax.bar([x for x, _ in ok], [y for _, y in ok], width,
+                       color=colors[arm], label=arm)
+        ax.set_xticks(range(len(PERCENTILES)))
+        ax.set_xticklabels([pct_name(q) for q in PERCENTILES])
+        ax.set_yscale("log")
+        ax.set_ylabel("completion latency, µs (log)")
+        ax.set_title(phase)
+        ax.grid(axis="y", alpha=0.3, which="both")
+    if not any_data:
+        plt.close(fig)
+        return None
+    add_skipped_legend(axlist[0], run)
+    fig.suptitle("Completion latency percentiles from fio bins merged "
+                 "over all reps", fontsize=10)
+    return _save(fig, out_dir, "latency.png")
+
+
+def plot_main_ratio(run, res, out_dir):
+    """btrfs-extent/btrfs-inode throughput and p99 ratios with 95% CIs."""
+    comps = [c for c in res["comparisons"]
+             if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
+             and c["status"] == "measured"]
+    plt = _plt()
+    if not comps:
+        # the plot still exists, and says why it has no points
+        reason = next((c["reason"] for c in res["comparisons"]
+                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)), "no data")
+        return _text_figure(out_dir, "ratio_extent_inode.png",
+                            f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
+                            "CI: not measured", reason.replace("; ", "\n"))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, goal, title in (
+            (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
+            (axes[1], "p99", GOAL_P99_RATIO, "p99 latency ratio (merged)")):
+        for i, c in enumerate(comps):
+            r = c["bw"] if key is None else c["latency"][key]
+            if math.isnan(r["ratio"]):
+                continue
+            lo, hi = r["ci_lo"], r["ci_hi"]
+            yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
+                    if not math.isnan(lo) else None)
+            ax.errorbar(i, r["ratio"], yerr=yerr, fmt="o" if yerr else "x",
+                        capsize=6, color="#1f77b4")
+            note = "" if yerr else f" {r['not_conclusive'] or 'no CI'}"
+            ax.annotate(f"{r['ratio']:.3f}{note}", (i, r["ratio"]),
+                        textcoords="offset points", xytext=(8, 0),
+                        fontsize=8)
+        ax.axhline(1.0, color="gray", lw=1)
+        ax.axhline(goal, color="#d62728", ls="--", lw=1,
+                   label=f"goal {'≥' if key is None else '≤'} {goal} "
+                         "(read phases)")
+        ax.set_xticks(range(len(comps)))
+        ax.set_xticklabels([c["phase"] for c in comps])
+        ax.set_xlim(-0.5, len(comps) - 0.5)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"{MAIN_A} / {MAIN_B} with 95% bootstrap CI", fontsize=10)
+    return _save(fig, out_dir, "ratio_extent_inode.png")
+
+
+def plot_comparisons(res, out_dir):
+    """Every measured comparison's throughput ratio and CI, per phase."""
+    comps = [c for c in res["comparisons"] if c["status"] == "measured"]
+    if not comps:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(comps) + 1.2))
+    for i, c in enumerate(comps):
+        r = c["bw"]
+        color = "#d62728" if r["significant"] else "#1f77b4"
+        xerr = ([[r["ratio"] - r["ci_lo"]], [r["ci_hi"] - r["ratio"]]]
+                if r["ci_supported"] else None)
+        ax.errorbar(r["ratio"], i, xerr=xerr, fmt="o" if xerr else "x",
+                    color=color, capsize=3)
+    ax.axvline(1.0, color="gray", lw=1)
+    ax.set_yticks(range(len(comps)))
+    ax.set_yticklabels([f"{c['a']}/{c['b']} {c['phase']}" for c in comps],
+                       fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("throughput ratio of medians, 95% bootstrap CI "
+                  "(red: significant change; x: no CI, too few reps)")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_dir, "comparisons.png")
+
+
+def _bucket_label(b, unit_ns):
+    lo = b.get("min")
+    if lo is None:
+        return f"<{fmt_count(b.get('max'))}"
+    if unit_ns:
+        return fmt_ns(lo)
+    return fmt_count(lo)
+
+
+# Histograms the report always shows (the issue's "lookup and derivation
+# histograms"), with a placeholder that says why when no arm has events.
+REQUIRED_HISTS = (("@lookup_ns", "extent-info lookup latency"),
+                  ("@derive_ns", "key derivation latency"))
+
+
+def _text_figure(out_dir, fname, title, text):
+    """A figure that only says why it has no data (wrapped, centered)."""
+    import textwrap
+    plt = _plt()
+    lines = [title, ""] + [w for para in text.split("\n")
+                           for w in textwrap.wrap(para, 100) or [""]]
+    fig = plt.figure(figsize=(9, 0.25 * len(lines) + 0.8))
+    fig.text(0.5, 0.5, "\n".join(lines), ha="center", va="center",
+             fontsize=9)
+    fig.savefig(os.path.join(out_dir, fname), dpi=110)
+    plt.close(fig)
+    return fname
+
+
+def _hist_placeholder(plt, out_dir, fname, name, what, text):
+    return _text_figure(out_dir, fname,
+                        f"bpftrace {name} ({what}): no events", text)
+
+
+def plot_bpftrace_hists(run, profiles, out_dir, colors):
+    """One PNG per bpftrace histogram name, arms side by side; the lookup
+    and derivation histograms always, with skipped arms named."""
+    found = {n for e in profiles.values()
+             for n in e.get("bpftrace", {}).get("hists", {})}
+    required = dict(REQUIRED_HISTS)
+    names = [n for n, _ in REQUIRED_HISTS] + sorted(found - set(required))
+    out = []
+    plt = _plt()
+    for name in names[:14]:
+        fname = "bpftrace_" + re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                                     name.lstrip("@")).strip("_") + ".png"
+        per_arm = {a: e["bpftrace"]["hists"][name]
+                   for a, e in profiles.items()
+                   if name in e.get("bpftrace", {}).get("hists", {})
+                   and hist_total(e["bpftrace"]["hists"][name]) > 0}
+        keys = sorted({(b.get("min") if b.get("min") is not None else -1)
+                       for bs in per_arm.values() for b in bs})
+        if not keys:
+            if name not in required:
+                continue
+            quiet = [a for a in run["measured"] if a not in per_arm]
+            lines = []
+            if quiet:
+                lines.append("profiled, no such event: " + ", ".join(quiet))
+            note = skipped_note(run)
+            if note:
+                lines.append(note)
+            if not profiles:
+                lines.append("no profiled repetition in this run")
+            out.append({"name": name, "file": _hist_placeholder(
+                plt, out_dir, fname, name, required[name],
+                "\n".join(lines))})
+            continue
+        label_of = {}
+        for bs in per_arm.values():
+            for b in bs:
+                k = b.get("min") if b.get("min") is not None else -1
+                label_of[k] = _bucket_label(b, name.endswith("_ns")
+                                            or "_ns[" in name)
+        fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(keys) + 2), 3.8))
+        width = 0.8 / len(per_arm)
+        for j, (arm, bs) in enumerate(per_arm.items()):
+            counts = {(b.get("min") if b.get("min") is not None else -1):
+                      int(b.get("count", 0)) for b in bs}
+            xs = [i + (j - (len(per_arm) - 1) / 2) * width
+                  for i in range(len(keys))]
+            ax.bar(xs, [counts.get(k, 0) for k in keys], width,
+                   color=colors.get(arm), label=f"{arm} (n={hist_total(bs)})")
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([label_of[k] for k in keys], rotation=45,
+                           ha="right", fontsize=7)
+        ax.set_ylabel("count")
+        what = f", {required[name]}" if name in required else ""
+        ax.set_title(f"bpftrace {name}{what} (bucket lower bound)",
+                     fontsize=10)
+        add_skipped_legend(ax, run)
+        ax.grid(axis="y", alpha=0.3)
+        out.append({"name": name, "file": _save(fig, out_dir, fname)})
+    return out
+
+
+def plot_derivations_vs_extents(run, points, out_dir, colors):
+    """Key derivations (bpftrace) against extent count, one dot per arm;
+    skipped arms in the legend."""
+    if not points:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    markers = "osD^v<>p"
+    for i, (arm, (ext, der)) in enumerate(points.items()):
+        # hollow markers of different shapes: arms on one point stay visible
+        ax.plot(ext, der, markers[i % len(markers)], ms=9 + 3 * (i % 3),
+                mfc="none", mew=2, color=colors.get(arm),
+                label=f"{arm}: {der:g} derivations, {ext:g} extents")
+    xmax = max(x for x, _ in points.values())
+    ymax = max(y for _, y in points.values())
+    top_x, top_y = (xmax * 1.15 or 1), (ymax * 1.15 or 1)
+    ax.set_xlim(-0.04 * top_x, top_x)  # room for markers at 0
+    ax.set_ylim(-0.06 * top_y, top_y)
+    add_skipped_legend(ax, run)
+    ax.set_xlabel("extents in the file the profiled rep read")
+    ax.set_ylabel("key derivations (bpftrace)")
+    ax.grid(alpha=0.3)
+    return _save(fig, out_dir, "derivations_vs_extents.png")
+
+
+def plot_slab(slabs, caches, out_dir, colors):
+    """Memory (num_objs * objsize) of selected slab caches per arm."""
+    if not slabs or not caches:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(caches) * len(slabs)
+                                    / 2 + 1.5))
+    height = 0.8 / len(slabs)
+    for j, (arm, s) in enumerate(slabs.items()):
+        ys = [i + (j - (len(slabs) - 1) / 2) * height
+              for i in range(len(caches))]
+        ax.barh(ys, [s.get(c, {}).get("bytes", 0) / 1024 for c in caches],
+                height, color=colors.get(arm), label=arm)
+    ax.set_yticks(range(len(caches)))
+    ax.set_yticklabels(caches, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("slab memory, KiB (num_objs x objsize)")
+    ax.legend(fontsize=7)
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_dir, "slab.png")
+
+
+def plot_scaling(run, scaling, out_dir, colors):
+    """Cost against extent count: per read kind, the time per 4 KiB block
+    (median over reps, whiskers min-max) and the same relative to each
+    arm's fewest-extents point, log x; skipped arms in the legend."""
+    if not scaling:
+        return None
+    plt = _plt()
+    reads = scaling["reads"]
+    fig, axes = plt.subplots(len(reads), 2, figsize=(11, 3.8 * len(reads)),
+                             squeeze=False)
+    for row, (kind, arms) in zip(axes, sorted(reads.items())):
+        for arm, pts in arms.items():
+            xs = [p["extents"] for p in pts]
+            c = [p["cost_us_per_4k"] for p in pts]
+            med = [x["median"] for x in c]
+            row[0].errorbar(xs, med, yerr=[[m - x["min"] for m, x in
+                                            zip(med, c)],
+                                           [x["max"] - m for m, x in
+                                            zip(med, c)]],
+                            fmt="o-", capsize=3, color=colors.get(arm),
+                            label=arm)
+            row[1].plot(xs, [m / med[0] for m in med], "o-",
+                        color=colors.get(arm), label=arm)
+        row[0].set_ylabel("µs per 4 KiB block read\n(median, min-max)")
+        row[1].set_ylabel("relative to the arm's\nfewest-extents point")
+        row[1].axhline(1.0, color="gray", lw=1)
+        ticks = sorted({p.get("nominal", p["extents"]) for pts in
+                        arms.values() for p in pts})
+        for ax in row:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+            ax.minorticks_off()
+            ax.set_xlabel("extents in the file (FIEMAP; ticks: promised "
+                          "counts; log)")
+            ax.set_title(kind, fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+        add_skipped_legend(row[0], run)
+        row[1].legend(fontsize=7)
+    fig.suptitle("Cost against extent count (lower is cheaper)",
+                 fontsize=10)
+    return _save(fig, out_dir, "scaling.png")
+
+
+def plot_order(run, out_dir, colors):
+    """Throughput against run order, to show drift over the run."""
+    order = run["meta"].get("order")
+    if not isinstance(order, list) or not order:
+        return None
+    plt = _plt()
+    phases = run["phases"]
+    fig, axlist = _phase_grid(plt, len(phases), 3.5)
+    seen = False
+    for ax, phase in zip(axlist, phases):
+        labelled = set()
+        for pos, item in enumerate(order):
+            if not (isinstance(item, list) and len(item) == 2):
+                continue
+            arm, rep = item
+            d = run["data"].get(arm, {}).get(phase, {}).get(rep)
+            if d is None:
+                continue
+            seen = True
+            ax.plot(pos + 1, d["bw_bytes"] / MIB, "o", color=colors.get(arm),
+                    label=None if arm in labelled else arm)
+            labelled.add(arm)
+        ax.set_title(phase)
+        ax.set_xlabel("position in run order")
+        ax.set_ylabel("MiB/s")
+        ax.grid(alpha=0.3)
+    if not seen:
+        plt.close(fig)
+        return None
+    add_skipped_legend(axlist[0], run)
+    fig.suptitle("Throughput in run order (drift check)", fontsize=10)
+    return _save(fig, out_dir, "run_order.png")
+
+
+def plot_memory(run, mem, out_dir, colors):
+    """KiB of each key-object cache per arm after the read (bar) and
+    before it (black tick); skipped arms and absent caches labelled."""
+    if not mem or not any(m["status"] == "measured" for m in mem.values()):
+        return None
+    plt = _plt()
+    arms = list(mem)
+    fig, axes = plt.subplots(1, len(MEMORY_CACHES),
+                             figsize=(5 * len(MEMORY_CACHES), 4),
+                             squeeze=False)
+    for ax, cache in zip(axes[0], MEMORY_CACHES):
+        for i, arm in enumerate(arms):
+            m = mem[arm]
+            c = (m.get("caches") or {}).get(cache)
+            if m["status"] != "measured" or c["status"] != "measured":
+                label = ("skipped" if m["status"] == "skipped" else
+                         "not profiled" if m["status"] != "measured"
+                         else "cache absent")
+                ax.text(i, 0.03, label, rotation=90, ha="center",
+                        va="bottom", fontsize=9, color="gray",
+                        transform=ax.get_xaxis_transform())
+                continue
+            kib = c["bytes_after"] / 1024
+            ax.bar(i, kib, color=colors.get(arm), alpha=0.8)
+            ax.annotate(f"{c['active_after']} objs", (i, kib),
+                        textcoords="offset points", xytext=(0, 3),
+                        ha="center", fontsize=7)
+            if c.get("active_before") is not None:
+                ax.plot([i - 0.35, i + 0.35],
+                        [c["active_before"] * c["objsize"] / 1024] * 2,
+                        color="black", lw=2)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"slab cache {cache}", fontsize=10)
+        ax.set_ylabel("KiB in use (active objects x size)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Key-object memory after the profiled read (bar) and "
+                 "before it, after dropping caches (black line)",
+                 fontsize=10)
+    return _save(fig, out_dir, "memory.png")
+
+
+def flame_pair(flames):
+    """(target, base, is_main) for the differential flame graph: the main
+    comparison when both arms were profiled, else the first comparison of
+    COMPARISONS whose arms both were, else the first two profiled arms in
+    display order; None with fewer than two profiled arms."""
+    for a, b, _ in COMPARISONS:
+        if a in flames and b in flames and flames[a]["busy_samples"] and \
+                flames[b]["busy_samples"]:
+            return a, b, (a, b) == (MAIN_A, MAIN_B)
+    # no comparison of the report has both arms: any two profiled arms
+    names = [a for a in arm_order(flames) if flames[a]["busy_samples"]]
+    if len(names) >= 2:
+        return names[0], names[1], False
+    return None
+
+
+def make_flames(run, prof, out_dir):
+    """Folded stacks and flame graph SVGs per arm, and the differential one.
+
+    Writes flame/<arm>.folded (every sample, idle included), flame-<arm>.svg
+    (idle excluded), and flame-diff-<A>-vs-<B>.svg with a table of the
+    functions whose share changed most."""
+    out = {"arms": {}, "diff": None}
+    if not prof:
+        return out
+    phase = run["meta"].get("profile_phase") or "the profiled phase"
+    for arm, e in prof.items():
+        if "folded" not in e:
+            continue
+        os.makedirs(os.path.join(out_dir, "flame"), exist_ok=True)
+        folded_rel = f"flame/{arm}.folded"
+        with open(os.path.join(out_dir, folded_rel), "w",
+                  encoding="utf-8") as f:
+            f.write(F.format_folded(e["folded"]))
+        busy, idle = F.split_idle(e["folded"])
+        n = sum(busy.values())
+        svg_rel = f"flame-{arm}.svg"
+        with open(os.path.join(out_dir, svg_rel), "w", encoding="utf-8") as f:
+            f.write(F.flame_svg(
+                busy, f"{arm}: perf record -g, {phase}",
+                f"{n} samples at 499 Hz on all CPUs; {idle} idle (swapper) "
+                "samples left out"))
+        out["arms"][arm] = {"svg": svg_rel, "folded": folded_rel,
+                            "busy_samples": n, "idle_samples": idle,
+                            "_busy": busy}
+    pair = flame_pair(out["arms"])
+    if pair:
+        a, b, main = pair
+        ta, tb = out["arms"][a]["_busy"], out["arms"][b]["_busy"]
+        why = (f"{MAIN_A} and {MAIN_B} were not both profiled"
+               + (f"; {skipped_note(run, (MAIN_A, MAIN_B))}"
+                  if skipped_note(run, (MAIN_A, MAIN_B)) else ""))
+        label = (f"{a} against {b}" if main else
+                 f"{a} against {b} (NOT the main comparison: {why})")
+        rel = f"flame-diff-{a}-vs-{b}.svg"
+        with open(os.path.join(out_dir, rel), "w", encoding="utf-8") as f:
+            f.write(F.diff_flame_svg(
+                ta, tb, f"Differential flame graph: {a} against {b}"
+                + ("" if main else " (NOT the main comparison)"),
+                f"{phase}" + ("" if main else f"; {why}")))
+        out["diff"] = {"target": a, "base": b, "main": main, "label": label,
+                       "why_not_main": None if main else why,
+                       "svg": rel, "top": F.frame_deltas(ta, tb)[:15]}
+    for v in out["arms"].values():
+        v.pop("_busy")
+    return out
+
+
+def make_plots(run, res, out_dir):
+    colors = arm_colors(run["arms"])
+    plots = {
+        "throughput": plot_throughput(run, res, out_dir, colors),
+        "latency": plot_latency(run, res, out_dir, colors),
+        "ratio": plot_main_ratio(run, res, out_dir),
+        "comparisons": plot_comparisons(res, out_dir),
+        "order": plot_order(run, out_dir, colors),
+    }
+    prof = res.get("profiles") or {}
+    plots["bpftrace"] = plot_bpftrace_hists(run, prof, out_dir, colors)
+    plots["derivations"] = plot_derivations_vs_extents(
+        run, res["derivations_vs_extents"], out_dir, colors)
+    plots["slab"] = plot_slab({a: e["slab"] for a, e in prof.items()
+                               if "slab" in e}, res["slab_caches"],
+                              out_dir, colors)
+    plots["scaling"] = plot_scaling(run, res["scaling"], out_dir, colors)
+    plots["memory"] = plot_memory(run, res["memory"], out_dir, colors)
+    for arm, folded in run.get("folded", {}).items():
+        prof.setdefault(arm, {})["folded"] = folded
+    res["flames"] = make_flames(run, prof, out_dir)
+    for e in prof.values():
+        e.pop("folded", None)
+    return plots

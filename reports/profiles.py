@@ -1,0 +1,211 @@
+"""Parsers of the profiled repetition: bpftrace -f json, /proc/slabinfo,
+perf script (folded by reports.flame), and the key-object memory
+analysis. No plotting here.
+"""
+
+import gzip
+import json
+import os
+import re
+
+from reports import flame as F
+from reports.runmodel import arm_order
+
+
+def parse_bpftrace(path):
+    """bpftrace -f json lines -> {"maps": {...}, "hists": {name: buckets}}.
+
+    Keyed histograms become "name[key]". Non-JSON lines and other record
+    types are skipped. Later records of one name replace earlier ones.
+    """
+    maps, hists = {}, {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            data = rec.get("data") if isinstance(rec, dict) else None
+            if not isinstance(data, dict):
+                continue
+            for name, val in data.items():
+                if rec.get("type") == "map":
+                    maps[name] = val
+                elif rec.get("type") == "hist":
+                    if isinstance(val, list):
+                        hists[name] = val
+                    elif isinstance(val, dict):
+                        for k, b in val.items():
+                            if isinstance(b, list):
+                                hists[f"{name}[{k}]"] = b
+    return {"maps": maps, "hists": hists}
+
+
+def hist_total(buckets):
+    """Total count of a bpftrace histogram."""
+    return sum(int(b.get("count", 0)) for b in buckets)
+
+
+def derivation_count(bt):
+    """Key derivations seen by bpftrace: a 'derive' count map, else hist."""
+    for name, val in bt["maps"].items():
+        if "derive" in name:
+            if isinstance(val, dict):
+                return sum(v for v in val.values()
+                           if isinstance(v, (int, float)))
+            if isinstance(val, (int, float)):
+                return val
+    for name, b in bt["hists"].items():
+        if "derive" in name:
+            return hist_total(b)
+    return None
+
+
+def parse_slabinfo(path):
+    """/proc/slabinfo -> {cache: {active_objs, num_objs, objsize, bytes}}."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(("#", "slabinfo")):
+                continue
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            try:
+                active, num, size = (int(x) for x in parts[1:4])
+            except ValueError:
+                continue
+            out[parts[0]] = {"active_objs": active, "num_objs": num,
+                             "objsize": size, "bytes": num * size}
+    return out
+
+
+PROFILE_KINDS = (("bpftrace.json", "bpftrace"), ("slab.txt", "slab"),
+                 ("perf-stat.txt", "perf stat"),
+                 ("perf-script.txt.gz", "perf script -g"))
+
+
+def load_folded(d):
+    """Folded stacks of a profile directory: perf.folded if the run has
+    one, else folded here from perf-script.txt.gz (or .txt); None if
+    neither exists."""
+    import gzip
+    path = os.path.join(d, "perf.folded")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return F.read_folded(f)
+    for name, opener in (("perf-script.txt.gz", gzip.open),
+                         ("perf-script.txt", open)):
+        path = os.path.join(d, name)
+        if os.path.exists(path):
+            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+                return F.fold_perf_script(f)
+    return None
+
+
+def load_profiles(run):
+    """What profiles/ holds, per arm, parsed where we can."""
+    pdir = os.path.join(run["dir"], "profiles")
+    if not os.path.isdir(pdir):
+        return None
+    out = {}
+    for arm in arm_order(n for n in os.listdir(pdir)
+                         if os.path.isdir(os.path.join(pdir, n))):
+        d = os.path.join(pdir, arm)
+        entry = {"files": sorted(os.listdir(d))}
+        try:
+            if os.path.exists(os.path.join(d, "bpftrace.json")):
+                entry["bpftrace"] = parse_bpftrace(
+                    os.path.join(d, "bpftrace.json"))
+            if os.path.exists(os.path.join(d, "slab.txt")):
+                entry["slab"] = parse_slabinfo(os.path.join(d, "slab.txt"))
+            if os.path.exists(os.path.join(d, "slab-before.txt")):
+                entry["slab_before"] = parse_slabinfo(
+                    os.path.join(d, "slab-before.txt"))
+            folded = load_folded(d)
+            if folded is not None:
+                entry["folded"] = folded
+            if os.path.exists(os.path.join(d, "perf-stat.txt")):
+                with open(os.path.join(d, "perf-stat.txt"),
+                          encoding="utf-8", errors="replace") as f:
+                    entry["perf_stat"] = f.read()
+        except OSError as e:
+            run["warnings"].append(f"profiles/{arm}: {e}")
+        out[arm] = entry
+    return out
+
+
+def slab_selection(slabs, limit=14):
+    """Caches worth showing: fscrypt/crypto/key ones first, then fs ones."""
+    names = {n for s in slabs.values() for n in s}
+    top = max(1, max((v["bytes"] for s in slabs.values()
+                      for v in s.values()), default=1))
+
+    def rank(n):
+        best = max(s.get(n, {}).get("bytes", 0) for s in slabs.values())
+        pri = (0 if re.search(r"fscrypt", n) else
+               1 if re.search(r"crypt|key", n) else
+               2 if re.search(r"btrfs|ext4|extent|inode", n) else 3)
+        return (pri, -best / top, n)
+
+    return sorted(names, key=rank)[:limit]
+
+
+# The slab caches of the key objects: per-extent infos (patch 0003's
+# KMEM_CACHE(fscrypt_extent_info)) and per-inode fscrypt infos. The bench
+# boots with slab_nomerge, so each has its own line in /proc/slabinfo.
+MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_info")
+
+
+def profiled_extents(run, arm):
+    """Extents of the file the profiled rep read (largest count checked)."""
+    pe = (run["meta"].get("profiled_extent_counts") or {}).get(arm) or {}
+    vals = [v for v in pe.values() if isinstance(v, (int, float))]
+    return max(vals) if vals else None
+
+
+def memory_analysis(run, prof):
+    """Per arm and cache: slab objects before and after the profiled read.
+
+    bytes = active objects x object size; held = allocated objects x size
+    (what the slab keeps); per_extent = (after - before) bytes / extents of
+    the file read. Skipped arms and arms without a snapshot say so.
+    """
+    out = {}
+    for arm in run["arms"]:
+        if arm in run["not_measured"]:
+            out[arm] = {"status": "skipped",
+                        "reason": run["not_measured"][arm]}
+            continue
+        e = (prof or {}).get(arm) or {}
+        if "slab" not in e:
+            out[arm] = {"status": "not collected"}
+            continue
+        ext = profiled_extents(run, arm)
+        caches = {}
+        for c in MEMORY_CACHES:
+            after = e["slab"].get(c)
+            if after is None:
+                caches[c] = {"status": "absent",
+                             "reason": "no such slab cache in this kernel"}
+                continue
+            before = (e.get("slab_before") or {}).get(c)
+            size = after["objsize"]
+            d = {"status": "measured", "objsize": size,
+                 "active_after": after["active_objs"],
+                 "num_after": after["num_objs"],
+                 "bytes_after": after["active_objs"] * size,
+                 "held_after": after["num_objs"] * size,
+                 "active_before": before["active_objs"] if before else None}
+            if before:
+                delta = after["active_objs"] - before["active_objs"]
+                d["delta_objs"] = delta
+                d["delta_bytes"] = delta * size
+                d["bytes_per_extent"] = (delta * size / ext
+                                         if ext else None)
+            caches[c] = d
+        out[arm] = {"status": "measured", "extents": ext, "caches": caches}
+    return out

@@ -1,0 +1,569 @@
+"""The report's text: a small document model (Doc) rendered both to
+Markdown (summary.md) and HTML (index.html), and the report's sections.
+Each section takes the run, the analysis and the plot file names.
+"""
+
+import json
+
+from reports import labstats as L
+from reports.doc import Doc
+from reports.fmt import (
+    fmt_ci_of, fmt_mib, fmt_ns, fmt_p, fmt_pct, fmt_ratio, rep_span)
+from reports.runmodel import (
+    COMPARISONS, MAIN_A, MAIN_B, REFERENCE, arm_order, phase_direction)
+from reports.profiles import PROFILE_KINDS
+from reports.analysis import GOAL_BW_RATIO, GOAL_P99_RATIO
+
+
+TIMING_NOTE = ("**Timings under TCG or icount are not hardware times.** "
+               "QEMU emulates the CPU, so absolute throughput and latency "
+               "say little about real machines: compare ratios between arms "
+               "of the same run only, never absolute numbers across runs or "
+               "machines.")
+
+
+def section_header(doc, run, res):
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    doc.h(1, f"Benchmark report: workload {meta.get('workload', '?')}, "
+             f"{meta.get('date', 'undated')}")
+    accel = str(info.get("accel", "?"))
+    note = TIMING_NOTE
+    if accel in ("tcg", "icount"):
+        note = f"This run used **{accel}**. " + note
+    doc.note(note)
+    delay = meta.get("injected_lookup_delay_us") or 0
+    if delay:
+        doc.note(f"**Injected slowdown:** every per-extent lookup of this "
+                 f"run busy-waited {delay} µs "
+                 f"(`fscrypto.extent_lookup_delay_us={delay}`). This run "
+                 "tests the regression check; its numbers are not a "
+                 "measurement of the kernel.")
+
+
+def section_verdicts(doc, res):
+    doc.h(2, "Verdicts")
+    doc.p(f"Goals, {MAIN_A} (per-extent keys) against {MAIN_B} (per-inode "
+          f"keys) on fragmented reads: throughput ratio ≥ {GOAL_BW_RATIO}, "
+          f"p99 completion latency ratio ≤ {GOAL_P99_RATIO}. \"met\" "
+          "compares the point estimate (ratio of medians; p99 from bins "
+          "merged over reps) with the goal; the 95% CI is a percentile "
+          "bootstrap over reps. Reps needed for any verdict: "
+          f"{L.reps_needed_text()}. With fewer, the verdict says \"not "
+          "conclusive (n = N)\" and no CI is shown: with n reps, a "
+          "resampled median is the smallest rep with probability 1 (n = 1), "
+          "0.25 (2), 0.26 (3), 0.05 (4), so below 4 reps the bootstrap's "
+          "2.5% bound is just the most extreme rep pair, not an estimate.")
+    doc.ul(v["text"] for v in res["verdicts"])
+
+
+def section_run(doc, run):
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    doc.h(2, "Run")
+    rows = [
+        ("workload", meta.get("workload")),
+        ("what it does", meta.get("description")),
+        ("date", meta.get("date")),
+        ("reps per arm", meta.get("reps")),
+        ("phases", ", ".join(run["phases"])),
+        ("kernel release", info.get("kernel_release")),
+        ("kernel series hash", info.get("kernel_series_hash")),
+        ("kernel config sha256", info.get("kernel_config_sha256")),
+        ("accel", info.get("accel")),
+        ("vCPUs", info.get("cpus")),
+        ("guest memory, MB", info.get("mem_mb")),
+        ("fio", meta.get("fio_version")),
+        ("elapsed, s", info.get("elapsed_s")),
+        ("injected lookup delay, µs", meta.get("injected_lookup_delay_us",
+                                               0)),
+    ]
+    doc.table(["item", "value"],
+              [(k, f"`{v}`" if v not in (None, "") else "not recorded")
+               for k, v in rows])
+    for k in sorted(set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline",
+                                 "kernel_release", "kernel_series_hash",
+                                 "kernel_config_sha256", "elapsed_s"}):
+        doc.p(f"{k}: `{info[k]}`")
+    doc.code("QEMU command line", str(info.get("qemu_cmdline",
+                                               "not recorded")))
+    order = meta.get("order")
+    if isinstance(order, list) and order:
+        text = " ".join(f"{a}#{r}" for a, r in
+                        (o for o in order if isinstance(o, list)
+                         and len(o) == 2))
+        doc.code(f"Run order ({len(order)} arm runs)", text)
+    jobs = meta.get("jobfiles") or {}
+    if jobs:
+        for name in sorted(jobs):
+            kind = "fio job file" if name.endswith(".fio") else \
+                "workload file"
+            doc.code(f"{kind} {name}", str(jobs[name]))
+    else:
+        doc.p("fio job files: not recorded in meta.json.")
+
+
+def section_arms(doc, run):
+    doc.h(2, "Arms")
+    doc.p("What the guest did for each arm, as it recorded it (the host "
+          "computes none of it): the mkfs command it ran, the mount options "
+          "as `/proc/mounts` showed them after mounting, the tuning it "
+          "applied, and the key mode the kernel reported (btrfs: its "
+          "`fscrypt_per_*_keys` option in `/proc/mounts`; otherwise the "
+          "policy read back with `FS_IOC_GET_ENCRYPTION_POLICY_EX`). The "
+          "guest fails the run when an arm's key mode is not the one its "
+          "name says.")
+    rows = []
+    for arm, spec in run["arms"].items():
+        if arm in run["measured"]:
+            rows.append((arm, "measured", spec.get("fs", "?"),
+                         f"`{spec.get('mkfs', '?')}`",
+                         f"`{spec['mount_options']}`"
+                         if spec.get("mount_options") else "not recorded",
+                         f"**{spec.get('key_mode', '?')}** "
+                         f"({spec.get('key_mode_source', '?')})",
+                         f"`{spec['tuning']}`" if spec.get("tuning")
+                         else "-",
+                         f"`{REFERENCE[arm]}`" if arm in REFERENCE else "-"))
+        else:
+            rows.append((arm, "**not measured**", spec.get("fs", "-"),
+                         "-", "-", "-", "-", "-"))
+    doc.table(["arm", "status", "fs", "mkfs (as run)",
+               "mount options (/proc/mounts)", "key mode (from the kernel)",
+               "tuning after mount", "reference arm"], rows)
+    for p in run["meta"].get("arm_fact_problems") or []:
+        doc.note(f"**Arm set up differently between reps:** {p}")
+    doc.h(2, "Skipped arms")
+    if run["not_measured"]:
+        doc.ul(f"**{a}**: {r}" for a, r in run["not_measured"].items())
+    else:
+        doc.p("None: every arm of meta.json was measured.")
+
+
+def mw_footnote(na, nb):
+    """Footnote text when n is too small for MW to reach p < 0.05."""
+    return (f"n={na} vs {nb}: the smallest two-sided Mann-Whitney p "
+            f"attainable is {L.min_mw_p(na, nb):.3f}, not below "
+            f"{L.ALPHA}, so no change can be marked significant with this "
+            "many reps (5 vs 5 can reach 0.0079).")
+
+
+def section_phases(doc, run, res, threshold, plots):
+    doc.h(2, "Throughput")
+    doc.p("Throughput is fio `bw_bytes` in MiB/s (2^20 bytes/s), one value "
+          "per rep. Change % is median-based against the reference arm "
+          "named in the row; p is the two-sided Mann-Whitney U p of the "
+          "per-rep values; * = significant: p < 0.05 AND the ranges of the "
+          f"two samples do not overlap AND |change| ≥ {threshold:g}%.")
+    if plots.get("throughput"):
+        doc.img(plots["throughput"], "throughput per arm and phase")
+    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    for phase in run["phases"]:
+        direction = phase_direction(run, phase)
+        doc.h(3, f"{phase} ({direction})")
+        rows, notes, small = [], [], set()
+        for arm in run["arms"]:
+            ref = REFERENCE.get(arm)
+            if arm not in run["measured"]:
+                rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
+                             "", ""))
+                continue
+            a = res["arms"][arm]["phases"][phase]
+            s = a["bw_bytes"]
+            c = comps.get((arm, phase))
+            if ref is None:
+                ch, p, mark = "reference", "", ""
+            elif c is None or c["status"] != "measured":
+                ch, p, mark = f"n/a ({c['reason'] if c else 'no ref'})", \
+                    "", ""
+            else:
+                ch, p = fmt_pct(c["bw"]["change_pct"]), fmt_p(c["bw"]["p"])
+                mark = "*" if c["bw"]["significant"] else ""
+                if not c["bw"]["can_reach"]:
+                    small.add((c["n_a"], c["n_b"]))
+            rows.append((arm, ref or "-", s["n"], fmt_mib(s["median"]),
+                         fmt_mib(s["mean"]), fmt_mib(s["stddev"]),
+                         fmt_pct(100 * s["cov"], sign=False), ch, p, mark))
+        reps = sorted({r for arm in run["measured"]
+                       for r in run["data"][arm][phase]})
+        notes.append(f"raw data: `raw/<arm>/rep<N>/{phase}.json`, "
+                     f"N = {rep_span(reps) or 'none'}")
+        notes += [mw_footnote(na, nb) for na, nb in sorted(small)]
+        doc.table(["arm", "vs", "n", "median MiB/s", "mean", "stddev",
+                   "CoV", "change % vs ref", "p (MW)", "sig"], rows, notes)
+
+
+def section_latency(doc, run, res, plots):
+    doc.h(2, "Completion latency")
+    doc.p("Percentiles are nearest-rank on the fio json+ `clat_ns` "
+          "histograms of all reps merged (not averages of per-rep "
+          "percentiles). The ratio column is this arm over its reference "
+          "arm, with a 95% bootstrap CI that resamples whole reps.")
+    if plots.get("latency"):
+        doc.img(plots["latency"], "latency percentiles")
+    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    for phase in run["phases"]:
+        doc.h(3, f"{phase} latency")
+        rows = []
+        for arm in run["arms"]:
+            if arm not in run["measured"]:
+                rows.append((arm, "skipped", "", "", "", "", ""))
+                continue
+            a = res["arms"][arm]["phases"][phase]
+            lat = a["latency_ns"]
+            c = comps.get((arm, phase))
+            if c and c["status"] == "measured":
+                r = c["latency"]["p99"]
+                rr = (f"{fmt_ratio(r['ratio'])} "
+                      f"[{fmt_ci_of(r)}] vs {c['b']}")
+            else:
+                rr = "reference" if arm not in REFERENCE else "n/a"
+            rows.append((arm, a["latency_reps"], a["latency_ios"],
+                         fmt_ns(lat["p50"]), fmt_ns(lat["p99"]),
+                         fmt_ns(lat["p99.9"]), rr))
+        doc.table(["arm", "reps", "I/Os", "p50", "p99", "p99.9",
+                   "p99 ratio [95% CI]"], rows,
+                  [f"raw data: `raw/<arm>/rep<N>/{phase}.json` "
+                   "(jobs[0] clat_ns.bins)"])
+
+
+def section_comparisons(doc, run, res, plots):
+    doc.h(2, "Comparisons")
+    doc.p("Ratio = median throughput of the first arm / median of the "
+          "second, with a 95% percentile-bootstrap CI (each arm's reps "
+          "resampled independently, 10000 draws, fixed seed). Per-rep "
+          "ratios pair rep N of one arm with rep N of the other.")
+    rows, small = [], set()
+    for c in res["comparisons"]:
+        name = f"{c['a']} / {c['b']}"
+        if c["status"] != "measured":
+            rows.append((name, c["phase"], f"not measured: {c['reason']}",
+                         "", "", "", "", "", ""))
+            continue
+        b = c["bw"]
+        if not b["can_reach"]:
+            small.add((c["n_a"], c["n_b"]))
+        rows.append((name, c["phase"], fmt_ratio(b["ratio"]),
+                     fmt_ci_of(b),
+                     fmt_pct(b["change_pct"]), fmt_p(b["p"]),
+                     "yes" if b["separated"] else "no",
+                     "*" if b["significant"] else "",
+                     " ".join(f"{r:.3f}" for r in
+                              c["per_rep_ratio"].values())))
+    doc.table(["comparison", "phase", "throughput ratio", "95% CI",
+               "change %", "p (MW)", "ranges separate", "sig",
+               "per-rep ratios (in rep order)"], rows,
+              [mw_footnote(na, nb) for na, nb in sorted(small)])
+    doc.ul(f"`{a}/{b}`: {label}" for a, b, label in COMPARISONS)
+    doc.h(3, f"{MAIN_A} / {MAIN_B}")
+    main = [c for c in res["comparisons"]
+            if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
+    if any(c["status"] == "measured" for c in main):
+        doc.img(plots["ratio"], "per-extent / per-inode ratios")
+        rows = []
+        for c in main:
+            if c["status"] != "measured":
+                rows.append((c["phase"], "not measured", "", "", ""))
+                continue
+            lat = c["latency"]
+            rows.append((c["phase"], fmt_ratio(c["bw"]["ratio"]),
+                         fmt_ci_of(c["bw"]),
+                         fmt_ratio(lat["p99"]["ratio"]),
+                         fmt_ci_of(lat["p99"])))
+        doc.table(["phase", "throughput ratio", "95% CI", "p99 ratio",
+                   "95% CI"], rows)
+    else:
+        reason = next((c["reason"] for c in res["comparisons"]
+                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
+                       and c["status"] != "measured"), "no data")
+        doc.p(f"**Not measured: {reason}.**")
+        if plots.get("ratio"):
+            doc.img(plots["ratio"], "per-extent / per-inode ratio: not "
+                    "measured")
+    if plots.get("comparisons"):
+        doc.img(plots["comparisons"], "all comparisons")
+
+
+def section_fragmentation(doc, res):
+    doc.h(2, "Fragmentation of the test files")
+    checks = [c for c in res["meta"].get("extent_checks") or []
+              if isinstance(c, dict)]
+    if checks:
+        doc.p("FIEMAP counts, checked in the guest before any measurement "
+              "of every file the workload promises something about (a "
+              "broken promise fails the run). Shared = extents flagged "
+              "FIEMAP_EXTENT_SHARED.")
+        rows = {}
+        for c in checks:
+            key = (c.get("arm"), c.get("label"))
+            promise = ", ".join(
+                x for x in (f"≥ {c['min']}" if c.get("min") is not None
+                            else "", f"≤ {c['max']}" if c.get("max")
+                            is not None else "",
+                            f"shared ≥ {c['min_shared']}"
+                            if c.get("min_shared") else "") if x) or "-"
+            r = rows.setdefault(key, {"extents": [], "shared": [],
+                                      "promise": promise,
+                                      "path": c.get("path", "")})
+            r["extents"].append(f"{c.get('extents')}"
+                                + (" (profiled)" if c.get("rep") ==
+                                   "profiled" else ""))
+            r["shared"].append(str(c.get("shared", 0)))
+        doc.table(["arm", "file", "extents per rep", "shared extents",
+                   "promise"],
+                  [(a, f"`{lab}`", ", ".join(r["extents"]),
+                    ", ".join(r["shared"]), r["promise"])
+                   for (a, lab), r in rows.items()])
+        return
+    ec = res.get("extent_counts")
+    if not ec:
+        doc.p("Extent counts: not recorded in meta.json.")
+        return
+    want = ec["min_extents"]
+    rows = [(arm, ", ".join(str(x) for x in v["counts"]),
+             "yes" if not v["below_min"] else "**no**")
+            for arm, v in ec["arms"].items()]
+    doc.table(["arm", "extents per rep", f"all ≥ min_extents ({want})"],
+              rows)
+
+
+def section_profiles(doc, run, res, plots):
+    doc.h(2, "Profiles")
+    prof = res.get("profiles")
+    if not prof:
+        doc.p("Profiles: not collected (no profiles/ in the run directory).")
+        return
+    rows = []
+    for arm in arm_order(set(run["arms"]) | set(prof)):
+        e = prof.get(arm)
+        cells = []
+        for fname, _ in PROFILE_KINDS:
+            if e and fname in e["files"]:
+                cells.append(f"[{fname}](profiles/{arm}/{fname})")
+            else:
+                cells.append("not collected")
+        other = [f for f in (e["files"] if e else [])
+                 if f not in dict(PROFILE_KINDS)]
+        rows.append([arm] + cells + [", ".join(other) or "-"])
+    doc.table(["arm"] + [k for _, k in PROFILE_KINDS] + ["other files"],
+              rows)
+    doc.h(3, "bpftrace")
+    if plots.get("bpftrace"):
+        for p in plots["bpftrace"]:
+            doc.img(p["file"], f"bpftrace {p['name']}")
+    else:
+        doc.p("bpftrace histograms: not collected.")
+    maps = [(arm, n, v) for arm, e in prof.items()
+            for n, v in e.get("bpftrace", {}).get("maps", {}).items()]
+    if maps:
+        doc.table(["arm", "map", "value"],
+                  [(a, f"`{n}`", json.dumps(v, sort_keys=True))
+                   for a, n, v in maps])
+    doc.h(3, "Key derivations vs extents")
+    if plots.get("derivations"):
+        doc.img(plots["derivations"], "derivations vs extents")
+        doc.table(["arm", "extents (median)", "derivations"],
+                  [(a, f"{x:g}", f"{y:g}")
+                   for a, (x, y) in res["derivations_vs_extents"].items()])
+    else:
+        doc.p("Not collected (needs bpftrace derivation counts and "
+              "extent_counts in meta.json for the same arm).")
+    doc.h(3, "Slab memory")
+    if plots.get("slab"):
+        doc.img(plots["slab"], "slab memory")
+        slabs = {a: e["slab"] for a, e in prof.items() if "slab" in e}
+        doc.table(["cache"] + [f"{a} KiB" for a in slabs],
+                  [[f"`{c}`"] + [f"{s.get(c, {}).get('bytes', 0) / 1024:.0f}"
+                                 for s in slabs.values()]
+                   for c in res["slab_caches"]],
+                  ["KiB = num_objs x objsize / 1024 from the slabinfo "
+                   "snapshot `profiles/<arm>/slab.txt`"])
+    else:
+        doc.p("Slab snapshots: not collected.")
+    doc.h(3, "perf stat")
+    stats = [(a, e["perf_stat"]) for a, e in prof.items() if "perf_stat" in e]
+    if stats:
+        for a, text in stats:
+            lines = text.splitlines()
+            doc.code(f"perf stat, {a}", "\n".join(lines[:200]))
+    else:
+        doc.p("perf stat: not collected.")
+
+
+def section_scaling(doc, run, res, plots):
+    doc.h(2, "Scaling with extent count")
+    sc = res.get("scaling")
+    if not sc:
+        doc.p("Scaling: not measured (this run has no KIND-eN phases of the "
+              "scaling workload and no scaling.json).")
+        return
+    doc.p("The same read over files of growing extent counts. Cost = time "
+          "per 4 KiB block read = 4096 / throughput; x = the file's extent "
+          "count from FIEMAP (median over reps).")
+    if plots.get("scaling"):
+        doc.img(plots["scaling"], "cost against extent count")
+    rows = []
+    for kind, arms in sorted(sc["reads"].items()):
+        for arm, pts in arms.items():
+            base = pts[0]["cost_us_per_4k"]["median"]
+            for p in pts:
+                c = p["cost_us_per_4k"]
+                rows.append((kind, arm, p.get("nominal", ""),
+                             f"{p['extents']:g}", p["summary"]["n"],
+                             fmt_mib(p["summary"]["median"]),
+                             f"{c['median']:.1f}",
+                             f"{c['min']:.1f}-{c['max']:.1f}",
+                             f"{c['median'] / base:.3f}"))
+    for arm, why in run["not_measured"].items():
+        rows.append(("all", arm, "", "", 0, f"skipped: {why}", "", "", ""))
+    src = ("`raw/<arm>/rep<N>/<kind>-e<N>.json`" if sc["source"] == "phases"
+           else "`scaling.json`")
+    doc.table(["read", "arm", "promised extents", "extents (FIEMAP)", "n",
+               "median MiB/s", "µs per 4 KiB (median)", "min-max",
+               "relative to fewest"], rows, [f"raw data: {src}"])
+
+
+def section_tail(doc, run, res, threshold, plots):
+    if plots.get("order"):
+        doc.h(2, "Run order")
+        doc.p("Each point is one arm run; a trend over positions would "
+              "mean the host drifted during the run (the runner interleaves "
+              "arms so that drift hits all of them).")
+        doc.img(plots["order"], "throughput in run order")
+    doc.h(2, "Data problems")
+    if run["warnings"]:
+        doc.ul(f"`{w}`" for w in run["warnings"])
+    else:
+        doc.p("None found.")
+    doc.h(2, "How the numbers are made")
+    doc.ul([
+        "Each rep's number comes from one fio json+ file; the direction "
+        "(read/write) is the side of jobs[0] that moved bytes.",
+        "summary: median, mean, sample stddev (ddof=1), CoV = stddev/mean.",
+        "Ratios: medians of A over medians of B; 95% CI by percentile "
+        "bootstrap, 10000 draws, numpy default_rng with a fixed seed, so "
+        "the report is reproducible.",
+        "Significance (LKP style plus a test): Mann-Whitney U two-sided "
+        f"p < 0.05 AND non-overlapping ranges AND |change| ≥ "
+        f"{threshold:g}% (`--threshold`). With 5 vs 5 reps the smallest "
+        "attainable p is 0.0079; with 3 vs 3 it is 0.1, so 3 reps can "
+        "never be significant.",
+        "Latency percentiles: nearest rank on clat_ns bins merged over "
+        "reps; ratios' CIs resample reps.",
+        f"Too few reps: {L.reps_needed_text()}; below that, CIs are not "
+        "shown and verdicts say \"not conclusive (n = N)\".",
+        "All numbers, per rep, are in `results.json`; raw fio output is in "
+        "`raw/`, copied from the run directory.",
+    ])
+
+
+def section_memory(doc, run, res, plots):
+    doc.h(2, "Memory of the key objects")
+    mem = res.get("memory") or {}
+    doc.p("Slab caches `fscrypt_extent_info` (per-extent key objects) and "
+          "`fscrypt_info` (per-inode fscrypt infos), from `/proc/slabinfo` "
+          "in the profiled repetition: before the read phase (after "
+          "dropping caches) and right after it, while the file's inode is "
+          "still cached. Objects are active objects; KiB = active objects x "
+          "object size; per extent = the growth in bytes / extents of the "
+          "file read. SLUB counts every object of the per-CPU slabs as "
+          "active, so these counts move in whole slabs (32 objects of 128 "
+          "bytes): a change smaller than a slab is noise; thousands of "
+          "per-extent objects are not.")
+    if plots.get("memory"):
+        doc.img(plots["memory"], "key-object memory")
+    rows = []
+    for arm, m in mem.items():
+        if m["status"] != "measured":
+            why = m.get("reason", "")
+            rows.append((arm, "-", f"{m['status']}" + (f": {why}" if why
+                                                       else ""),
+                         "", "", "", "", ""))
+            continue
+        for cache, c in m["caches"].items():
+            if c["status"] != "measured":
+                rows.append((arm, f"`{cache}`", f"absent: {c['reason']}",
+                             "", "", "", "", ""))
+                continue
+            ab = c.get("active_before")
+            ppe = c.get("bytes_per_extent")
+            rows.append((arm, f"`{cache}`",
+                         "n/a" if ab is None else ab, c["active_after"],
+                         "n/a" if c.get("delta_objs") is None
+                         else f"{c['delta_objs']:+d}",
+                         c["objsize"], f"{c['bytes_after'] / 1024:.1f}",
+                         "n/a" if ppe is None else f"{ppe:.2f}"))
+    doc.table(["arm", "cache", "objects before read", "objects after read",
+               "change", "object size, B", "KiB after", "bytes per extent"],
+              rows, ["raw data: `profiles/<arm>/slab-before.txt` and "
+                     "`profiles/<arm>/slab.txt`; extents read: "
+                     + (", ".join(f"{a} {m['extents']}" for a, m in
+                                  mem.items() if m.get("extents"))
+                        or "not recorded")])
+
+
+def section_flames(doc, run, res):
+    doc.h(2, "Flame graphs")
+    fl = res.get("flames") or {}
+    doc.p("`perf record -e cpu-clock -F 499 -g -a` around the profiled "
+          "phase (a separate pass from the bpftrace one), `perf script` "
+          "in the guest, folded and drawn here (reports/flame.py): the "
+          "width of a frame is its share of the non-idle samples; the "
+          "process name is the bottom frame.")
+    arms = fl.get("arms") or {}
+    rows = []
+    for arm in run["arms"]:
+        if arm in arms:
+            a = arms[arm]
+            rows.append((arm, f"[{a['svg']}]({a['svg']})",
+                         f"[{a['folded']}]({a['folded']})",
+                         a["busy_samples"], a["idle_samples"]))
+        elif arm in run["not_measured"]:
+            rows.append((arm, f"skipped: {run['not_measured'][arm]}", "",
+                         "", ""))
+        else:
+            rows.append((arm, "not collected", "", "", ""))
+    doc.table(["arm", "flame graph", "folded stacks", "samples",
+               "idle samples (left out)"], rows)
+    d = fl.get("diff")
+    doc.h(3, "Differential flame graph")
+    if not d:
+        doc.p("Not drawn: fewer than two arms were profiled "
+              "(skipped arms have no profile).")
+        return
+    if not d["main"]:
+        doc.note(f"**This is {d['target']} against {d['base']}, not "
+                 f"{MAIN_A} against {MAIN_B}**: {d['why_not_main']}.")
+    doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
+          f"each frame colored by how its share of samples changed from "
+          f"{d['base']} (red larger, blue smaller). Functions whose share "
+          "as the leaf (self) changed most (hover over a frame in the "
+          "SVG, opened on its own, for its numbers):")
+    doc.img(d["svg"], f"differential flame graph, {d['target']} against "
+            f"{d['base']}")
+    doc.table(["function", f"self % {d['target']}", f"self % {d['base']}",
+               "change, points", f"incl. % {d['target']}",
+               f"incl. % {d['base']}"],
+              [(f"`{r['function']}`", f"{100 * r['self_target']:.2f}",
+                f"{100 * r['self_base']:.2f}",
+                f"{100 * r['self_delta']:+.2f}",
+                f"{100 * r['incl_target']:.2f}",
+                f"{100 * r['incl_base']:.2f}") for r in d["top"]])
+
+
+def build_doc(run, res, threshold, plots):
+    doc = Doc()
+    section_header(doc, run, res)
+    section_verdicts(doc, res)
+    section_run(doc, run)
+    section_arms(doc, run)
+    section_phases(doc, run, res, threshold, plots)
+    section_latency(doc, run, res, plots)
+    section_comparisons(doc, run, res, plots)
+    section_fragmentation(doc, res)
+    section_profiles(doc, run, res, plots)
+    section_memory(doc, run, res, plots)
+    section_flames(doc, run, res)
+    section_scaling(doc, run, res, plots)
+    section_tail(doc, run, res, threshold, plots)
+    return doc

@@ -1,0 +1,182 @@
+"""The run model (reports.runmodel): collecting what the guest recorded,
+loading runs of the one format, and what the report's Arms table shows.
+
+Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_runmodel
+"""
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import unittest
+
+from reports import check as C
+from reports import render
+from reports import runmodel as M
+from reports import synthrun
+
+POLICY = "policy v2 contents=1 filenames=4 flags=0x2 keys=per-file"
+FIO = {"fio version": "fio-3.33", "jobs": [{
+    "jobname": "seqread",
+    "read": {"io_bytes": 4096, "bw_bytes": 1000, "iops": 1.0,
+             "clat_ns": {"N": 1, "bins": {"1000": 1}}},
+    "write": {"io_bytes": 0}}]}
+
+
+def fake_guest(root, facts_extra=(), fmt="2"):
+    """VM_DIR and JOB_DIR as a benchmark VM leaves them: two arms measured
+    (btrfs-extent, btrfs-inode), ext4-inode skipped, one rep."""
+    vm, job = os.path.join(root, "vm"), os.path.join(root, "job")
+    bench = os.path.join(vm, "results", "bench")
+    wl = os.path.join(job, "bench", "workloads", "fragmented")
+    for d in (bench, wl):
+        os.makedirs(d)
+    files = {
+        os.path.join(job, "bench.env"):
+            'WORKLOAD=fragmented\nREPS=1\nARMS="btrfs-extent btrfs-inode '
+            'ext4-inode"\nPROFILE=0\nINJECT_LOOKUP_DELAY_US=0\n',
+        os.path.join(wl, "workload.conf"): 'description="frag"\n',
+        os.path.join(wl, "seqread.fio"): "[seqread]\nrw=read\n",
+        os.path.join(vm, "run.info"):
+            "accel=tcg\ndate=2026-12-04T02:00:00Z\nkernel_series_hash=abc\n",
+        os.path.join(vm, "console.log"): "boot\n",
+        os.path.join(bench, "format"): fmt + "\n",
+        os.path.join(bench, "phases"): "seqread\n",
+        os.path.join(bench, "profile-phase"): "seqread\n",
+        os.path.join(bench, "fio-version"): "fio-3.33\n",
+        os.path.join(bench, "min-extents"): "16384\n",
+        os.path.join(bench, "order.tsv"):
+            "btrfs-extent\t1\nbtrfs-inode\t1\n",
+        os.path.join(bench, "arms.tsv"):
+            "ext4-inode\tskipped\text4 says no\n"
+            "btrfs-extent\tmeasured\t\nbtrfs-inode\tmeasured\t\n",
+        os.path.join(bench, "extents.tsv"): "".join(
+            f"{a}\t1\tfrag\t17000\t0\t16384\t-\t0\t/mnt/bench-{a}/bench/frag\n"
+            for a in ("btrfs-extent", "btrfs-inode")),
+    }
+    facts = []
+    for arm, dev, opt, mode in (
+            ("btrfs-extent", "vdd", "", "per-extent"),
+            ("btrfs-inode", "vde", "fscrypt_per_inode_keys", "per-inode")):
+        shown = "fscrypt_per_inode_keys" if opt else "fscrypt_per_extent_keys"
+        facts += [
+            (arm, "1", "fs", "btrfs"),
+            (arm, "1", "mkfs", f"mkfs.btrfs -q -f /dev/{dev}"),
+            (arm, "1", "mount_cmd", f"mount -t btrfs{' -o ' + opt if opt else ''}"
+                                    f" /dev/{dev} /mnt/bench-{arm}"),
+            (arm, "1", "mount_options",
+             f"rw,relatime,space_cache=v2,{shown},subvolid=5,subvol=/"),
+            (arm, "1", "tuning", ""),
+            (arm, "1", "policy", POLICY),
+            (arm, "1", "key_mode", mode),
+            (arm, "1", "key_mode_source", f"/proc/mounts: {shown}")]
+    facts += list(facts_extra)
+    files[os.path.join(bench, "facts.tsv")] = "".join(
+        "\t".join(f) + "\n" for f in facts)
+    for path, text in files.items():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    for arm in ("btrfs-extent", "btrfs-inode"):
+        d = os.path.join(bench, "raw", arm, "rep1")
+        os.makedirs(d)
+        with open(os.path.join(d, "seqread.json"), "w") as f:
+            json.dump(FIO, f)
+    return vm, job
+
+
+class Collect(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_arms_are_what_the_guest_recorded(self):
+        vm, job = fake_guest(self.root)
+        run_dir = os.path.join(self.root, "run")
+        meta = M.collect(vm, job, run_dir)
+        self.assertEqual(meta["format"], M.FORMAT)
+        inode = meta["arms"]["btrfs-inode"]
+        self.assertIn("fscrypt_per_inode_keys", inode["mount_options"])
+        self.assertEqual(inode["key_mode"], "per-inode")
+        self.assertEqual(inode["mkfs"], "mkfs.btrfs -q -f /dev/vde")
+        self.assertTrue(inode["encrypted"])
+        self.assertEqual(meta["arms"]["btrfs-extent"]["key_mode"],
+                         "per-extent")
+        self.assertEqual(meta["arms"]["ext4-inode"],
+                         {"status": "skipped", "reason": "ext4 says no"})
+        run = M.load_run(run_dir)
+        self.assertEqual(run["measured"], ["btrfs-extent", "btrfs-inode"])
+        self.assertEqual(M.bw_by_rep(run, "btrfs-inode", "seqread"),
+                         {1: 1000.0})
+
+    def test_arms_table_shows_the_guests_mount_options(self):
+        # the bug of issue 15: the table said "(defaults)" for btrfs-inode
+        vm, job = fake_guest(self.root)
+        run_dir = os.path.join(self.root, "run")
+        M.collect(vm, job, run_dir)
+        doc = render.Doc()
+        render.section_arms(doc, M.load_run(run_dir))
+        md = doc.to_md()
+        row = [ln for ln in md.splitlines() if ln.startswith("| btrfs-inode")]
+        self.assertEqual(len(row), 1, md)
+        self.assertIn("fscrypt_per_inode_keys,subvolid=5", row[0])
+        self.assertIn("**per-inode**", row[0])
+        self.assertNotIn("(defaults)", md)
+
+    def test_other_format_refused(self):
+        vm, job = fake_guest(self.root, fmt="1")
+        with self.assertRaisesRegex(M.RunError, "format '1'"):
+            M.collect(vm, job, os.path.join(self.root, "run"))
+
+    def test_measured_arm_without_facts_refused(self):
+        vm, job = fake_guest(self.root)
+        path = os.path.join(vm, "results", "bench", "facts.tsv")
+        with open(path) as f:
+            keep = [ln for ln in f if not ln.startswith("btrfs-inode")]
+        with open(path, "w") as f:
+            f.writelines(keep)
+        with self.assertRaisesRegex(M.RunError, "btrfs-inode .*no facts"):
+            M.collect(vm, job, os.path.join(self.root, "run"))
+
+    def test_reps_set_up_differently_are_reported(self):
+        vm, job = fake_guest(self.root, facts_extra=[
+            ("btrfs-inode", "profiled", "mount_options", "rw,other"),
+            ("btrfs-inode", "profiled", "key_mode", "per-inode")])
+        meta = M.collect(vm, job, os.path.join(self.root, "run"))
+        self.assertEqual(len(meta["arm_fact_problems"]), 2,
+                         meta["arm_fact_problems"])
+        self.assertIn("mount_options of rep profiled",
+                      meta["arm_fact_problems"][0])
+
+    def test_load_run_refuses_other_formats(self):
+        run_dir = os.path.join(self.root, "s")
+        synthrun.make_run(run_dir, reps=1)
+        M.load_run(run_dir)
+        path = os.path.join(run_dir, "meta.json")
+        with open(path) as f:
+            meta = json.load(f)
+        del meta["format"]
+        with open(path, "w") as f:
+            json.dump(meta, f)
+        with self.assertRaisesRegex(M.RunError, "run format None"):
+            M.load_run(run_dir)
+
+    def test_baseline_records_no_absolute_path(self):
+        run_dir = os.path.join(self.root, "20261204-020000-fragmented")
+        synthrun.make_run(run_dir, reps=5)
+        out = os.path.join(self.root, "base.json")
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(C.main(["--make-baseline", run_dir, out]), 0)
+        with open(out) as f:
+            text = f.read()
+        self.assertNotIn(self.root, text)
+        self.assertEqual(json.loads(text)["created_from"]["run"],
+                         "20261204-020000-fragmented")
+
+
+if __name__ == "__main__":
+    unittest.main()
