@@ -30,6 +30,7 @@ series_files() {
 
 # Hash of everything that determines the patched tree.
 series_hash() {
+	# shellcheck disable=SC2046 # one patch file name per word (no spaces)
 	(cd "$PATCHES" && cat series $(series_files)) 2>/dev/null | sha256sum | cut -c1-16
 }
 
@@ -95,7 +96,7 @@ cmd_tree() {
 	[ -d "$SRC/.git" ] || extract_pristine
 	local want rec_hash rec_head
 	want=$(series_hash)
-	rec_hash= rec_head=
+	rec_hash='' rec_head=''
 	[ ! -f "$SRC/.git/lab-series-applied" ] || read -r rec_hash rec_head <"$SRC/.git/lab-series-applied"
 	if [ "${rec_hash:-}" = "$want" ]; then
 		return 0
@@ -124,6 +125,7 @@ fragments() {
 # Every CONFIG_X=y / "# CONFIG_X is not set" line of the fragments must hold.
 assert_config() {
 	local cfg=$1 flavor=$2 missing=() line opt val got
+	# shellcheck disable=SC2046 # one config fragment path per word (no spaces)
 	while IFS= read -r line; do
 		case "$line" in
 		CONFIG_*=*) opt=${line%%=*}; val=${line#*=} ;;
@@ -146,6 +148,7 @@ assert_config() {
 }
 
 config_hash() {
+	# shellcheck disable=SC2046 # one config fragment path per word (no spaces)
 	(cat $(fragments "$1"); echo "$1") | sha256sum | cut -c1-16
 }
 
@@ -157,6 +160,7 @@ cmd_config() {
 	fi
 	log "configuring FLAVOR=$flavor: tinyconfig + $(fragments "$flavor" | xargs -n1 basename | xargs)"
 	make -s -C "$SRC" O="$obj" ARCH=x86_64 tinyconfig >/dev/null 2>&1
+	# shellcheck disable=SC2046 # one config fragment path per word (no spaces)
 	(cd "$obj" && "$SRC/scripts/kconfig/merge_config.sh" -m -O "$obj" .config $(fragments "$flavor") >"$obj/merge_config.log" 2>&1)
 	make -s -C "$SRC" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
 	assert_config "$obj/.config" "$flavor"
@@ -250,7 +254,7 @@ cmd_check_series() {
 # Refuse (non-zero) if the tree holds work that is not in patches/.
 cmd_tree_is_exported() {
 	[ -d "$SRC/.git" ] || return 0
-	local rec_hash= rec_head=
+	local rec_hash='' rec_head=''
 	[ ! -f "$SRC/.git/lab-series-applied" ] || read -r rec_hash rec_head <"$SRC/.git/lab-series-applied"
 	if [ "$(git_src rev-parse HEAD)" != "${rec_head:-}" ] ||
 	   [ -n "$(git_src status --porcelain --untracked-files=no)" ]; then

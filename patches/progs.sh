@@ -41,6 +41,7 @@ series_files() {
 }
 
 series_hash() {
+	# shellcheck disable=SC2046 # one patch file name per word (no spaces)
 	(cd "$PATCHES" 2>/dev/null && cat series $(series_files)) 2>/dev/null | sha256sum | cut -c1-16
 }
 
@@ -155,7 +156,7 @@ apply_series() {
 cmd_tree() {
 	mkdir -p "$BUILD"
 	[ -d "$SRC/.git" ] || fetch_pristine
-	local rec_hash= rec_head=
+	local rec_hash='' rec_head=''
 	[ ! -f "$SRC/.git/lab-series-applied" ] || read -r rec_hash rec_head <"$SRC/.git/lab-series-applied"
 	[ "$rec_hash" != "$(series_hash)" ] || return 0
 	if [ -n "$rec_head" ] && [ "${FORCE:-0}" != 1 ] &&

@@ -40,8 +40,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
-kernel= job= out= root=$top/build/root.img timeout=1800 accel=${ACCEL:-auto}
-cpus=2 mem=3072 append= lab_args= shell=0 scratch=() expect_crash=0
+kernel='' job='' out='' root=$top/build/root.img timeout=1800 accel=${ACCEL:-auto}
+cpus=2 mem=3072 append='' lab_args='' shell=0 scratch=() expect_crash=0
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 5; }
 die() { echo "run-vm.sh: error: $*" >&2; [ -n "$out" ] && [ -d "$out" ] && echo "setup error: $*" >"$out/verdict"; exit 5; }
 while [ $# -gt 0 ]; do
@@ -103,6 +103,7 @@ auto) if kvm_works; then accel=kvm; else accel=tcg; fi ;;
 kvm|tcg|icount) ;;
 *) die "unknown ACCEL/--accel '$accel' (use auto, kvm, tcg or icount)" ;;
 esac
+# shellcheck disable=SC2054 # QEMU option values (tcg,thread=...) are comma-separated lists
 case "$accel" in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
