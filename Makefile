@@ -23,6 +23,8 @@ APT_TESTS := gcc make libssl-dev
 APT_PROGS := dpkg-dev autoconf automake pkg-config gcc make git ccache \
 	libblkid-dev uuid-dev zlib1g-dev libzstd-dev liblzo2-dev
 APT_BENCH := python3-matplotlib python3-scipy python3-numpy
+# Host tests (tests/host/): shellcheck over every script.
+APT_HOST_TESTS := shellcheck
 
 # $(call need,packages): install the missing ones, after an apt-get update.
 define need
@@ -93,7 +95,7 @@ tests-bin:
 test:
 	@$(MAKE) -s kernel FLAVOR=debug
 	@$(MAKE) -s image tests-bin
-	$(call need,$(APT_VM) $(APT_BENCH))
+	$(call need,$(APT_VM) $(APT_BENCH) $(APT_HOST_TESTS))
 	@tests/run-tests.sh
 
 shell:

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Benchmark arms: how each one makes, mounts and encrypts its filesystem.
 # Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh
 # (for the arm names only: what an arm did is recorded by the guest).

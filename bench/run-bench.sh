@@ -72,6 +72,7 @@ scratch=()
 for _ in $ARMS; do scratch+=(--scratch 2G); done
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
+# shellcheck source=/dev/null # the workload is picked at run time; tests/host/bench-workloads.sh loads each one
 est=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null; echo "${EST_ARM_RUN_S:-120}")
 runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"

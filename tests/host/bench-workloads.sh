@@ -23,6 +23,7 @@ in_workload() { # workload command...
 	local w=$1
 	shift
 	(
+		# shellcheck disable=SC2034 # read by the guest-bench.sh code eval'ed below
 		WORKLOAD=$w
 		eval "$(sed -n '/^# ---- workload hooks/,/^# ---- bookkeeping/p' "$top/bench/guest-bench.sh" |
 			sed '/^\[ -f "\$wl\/hooks.sh" \]/d; /^if \[ "\${1:-}" = --phase \]/,/^fi$/d')"
