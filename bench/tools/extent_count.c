@@ -1,61 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * extent_count [-s] FILE...: print "<extents> <file>" for each file, counting
- * the extents FIEMAP reports (after syncing the file, so delayed allocation
- * has happened). With -s, print "<extents> <shared> <file>", where <shared>
- * is the number of those extents flagged FIEMAP_EXTENT_SHARED (shared with
- * a reflinked copy or a snapshot). Exit status 1 if any file could not be
- * mapped, 2 on a usage error.
+ * the extents FIEMAP reports (raw_fiemap() of tests/lib/rawdev.c, which
+ * syncs the file first, so delayed allocation has happened). With -s, print
+ * "<extents> <shared> <file>", where <shared> is the number of those
+ * extents flagged FIEMAP_EXTENT_SHARED (shared with a reflinked copy or a
+ * snapshot). Exit status 1 if any file could not be mapped, 2 on a usage
+ * error.
  */
-#include <fcntl.h>
 #include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
-#define BATCH 1024
-
-/* Number of extents of @fd (and of shared ones in @shared), or -1. */
-static long long count_extents(int fd, long long *shared)
-{
-	size_t size = sizeof(struct fiemap) + BATCH * sizeof(struct fiemap_extent);
-	struct fiemap *fm = calloc(1, size);
-	unsigned long long start = 0;
-	long long count = 0;
-
-	*shared = 0;
-	if (!fm)
-		return -1;
-	for (;;) {
-		struct fiemap_extent *last;
-		unsigned int i;
-
-		memset(fm, 0, size);
-		fm->fm_start = start;
-		fm->fm_length = FIEMAP_MAX_OFFSET - start;
-		fm->fm_flags = FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = BATCH;
-		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
-			free(fm);
-			return -1;
-		}
-		if (fm->fm_mapped_extents == 0)
-			break;
-		count += fm->fm_mapped_extents;
-		for (i = 0; i < fm->fm_mapped_extents; i++)
-			if (fm->fm_extents[i].fe_flags & FIEMAP_EXTENT_SHARED)
-				(*shared)++;
-		last = &fm->fm_extents[fm->fm_mapped_extents - 1];
-		if (last->fe_flags & FIEMAP_EXTENT_LAST)
-			break;
-		start = last->fe_logical + last->fe_length;
-	}
-	free(fm);
-	return count;
-}
+#include "rawdev.h"
 
 int main(int argc, char **argv)
 {
@@ -70,20 +28,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = first; i < argc; i++) {
-		int fd = open(argv[i], O_RDONLY);
-		long long shared = 0;
-		long long n = fd < 0 ? -1 : count_extents(fd, &shared);
+		struct raw_extent *ext;
+		size_t n, j, shared = 0;
 
-		if (n < 0) {
+		if (raw_fiemap(argv[i], &ext, &n)) {
 			fprintf(stderr, "extent_count: %s: %m\n", argv[i]);
 			ret = 1;
-		} else if (show_shared) {
-			printf("%lld %lld %s\n", n, shared, argv[i]);
-		} else {
-			printf("%lld %s\n", n, argv[i]);
+			continue;
 		}
-		if (fd >= 0)
-			close(fd);
+		for (j = 0; j < n; j++)
+			if (ext[j].flags & FIEMAP_EXTENT_SHARED)
+				shared++;
+		if (show_shared)
+			printf("%zu %zu %s\n", n, shared, argv[i]);
+		else
+			printf("%zu %s\n", n, argv[i]);
+		free(ext);
 	}
 	return ret;
 }
