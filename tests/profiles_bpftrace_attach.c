@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The lab's bpftrace profile of the fscrypt tracepoints
- * (profiles/fscrypt-tracepoints.bt) attaches to all of its probes and counts
- * what the workload did: run it with -f json around encrypted I/O on ext4
- * and check the attached-probe count and the block counts it reports.
+ * The lab's bpftrace profiles attach to all of their probes and count what
+ * the workload did: each runs with -f json around encrypted I/O, and the
+ * attached-probe count and the counts it reports are checked.
+ *
+ *   - profiles/fscrypt-tracepoints.bt on ext4 (per-inode keys);
+ *   - profiles/bench.bt, the benchmark's profile (bench/guest-bench.sh), on
+ *     btrfs with per-extent keys: NBLOCKS fsynced writes give NBLOCKS
+ *     extents, each with its own key, then a cold read of them. Without
+ *     per-extent keys on btrfs (no LAB_BTRFS_EXTENT_KEYS_FEATURE) it runs
+ *     on ext4 instead and only the counts every encrypted arm has are
+ *     checked, saying so.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -14,20 +21,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 
 #define SCRIPT "/job/profiles/fscrypt-tracepoints.bt"
+#define BENCH_SCRIPT "/job/profiles/bench.bt"
+#define BENCH_PROBES 7	/* the probes of bench.bt */
+#define HKDF_CONTEXT_EXTENT 9	/* fscrypt's HKDF context of extent keys */
 #define OUT "/tmp/bpftrace.json"
 #define NBLOCKS 8
 #define ATTACH_TIMEOUT_S 600	/* bpftrace compiles with LLVM: slow under TCG */
 
-static pid_t start_bpftrace(void)
+static pid_t start_bpftrace(const char *script)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		execlp("bpftrace", "bpftrace", "-f", "json", "-o", OUT, SCRIPT,
+		execlp("bpftrace", "bpftrace", "-f", "json", "-o", OUT, script,
 		       (char *)NULL);
 		_exit(127);
 	}
@@ -78,15 +89,146 @@ static long long map_value(const char *json, const char *map, const char *key)
 	return atoll(k + strlen(needle));
 }
 
+/* What follows "@map": in the output (spaces skipped), or NULL. */
+static const char *map_record(const char *json, const char *map)
+{
+	char needle[128];
+	const char *m;
+
+	snprintf(needle, sizeof(needle), "\"%s\":", map);
+	m = strstr(json, needle);
+	if (!m)
+		return NULL;
+	for (m += strlen(needle); *m == ' '; m++)
+		;
+	return m;
+}
+
+/* Value of a scalar map (count()) record "@map": N, or -1. */
+static long long scalar_value(const char *json, const char *map)
+{
+	const char *m = map_record(json, map);
+
+	return m && *m >= '0' && *m <= '9' ? atoll(m) : -1;
+}
+
+/* Whether the output has a histogram record of @map with buckets. */
+static int has_hist(const char *json, const char *map)
+{
+	const char *m = map_record(json, map);
+	const char *end = m ? strchr(m, '\n') : NULL;
+	const char *count = m ? strstr(m, "\"count\"") : NULL;
+
+	return m && *m == '[' && count && (!end || count < end);
+}
+
+/* Stop bpftrace (SIGINT: it prints its maps) and return its output. */
+static char *stop_bpftrace(pid_t pid)
+{
+	size_t len;
+	int status;
+	char *json;
+
+	kill(pid, SIGINT);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "bpftrace exit status %#x", status);
+	json = read_file(OUT, &len);
+	if (!json)
+		lab_die("no bpftrace output in %s", OUT);
+	printf("%s", json);
+	return json;
+}
+
+/*
+ * bench.bt around NBLOCKS fsynced 4 KiB writes of an encrypted file (one
+ * extent each on btrfs) and a read of it from a cold cache.
+ */
+static void check_bench_bt(const char *dev, const char *mnt)
+{
+	static const struct lab_fscrypt_fs btrfs = {
+		.name = "btrfs", .mkfs_cmd = "mkfs.btrfs -q -f",
+	};
+	static const struct lab_fscrypt_fs ext4 = {
+		.name = "ext4", .mkfs_cmd = "mkfs.ext4 -q -F -O encrypt",
+	};
+	int per_extent = access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0;
+	const struct lab_fscrypt_fs *fs = per_extent ? &btrfs : &ext4;
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE], key[64];
+	static uint8_t data[NBLOCKS * 4096];
+	char dir[512], file[512];
+	int probes, fd, i;
+	char *json;
+	pid_t pid;
+
+	if (access(BENCH_SCRIPT, R_OK))
+		lab_die("%s is missing from the job", BENCH_SCRIPT);
+	if (!per_extent)
+		printf("no %s: bench.bt checked on ext4, without the per-extent "
+		       "counts\n", LAB_BTRFS_EXTENT_KEYS_FEATURE);
+	lab_random(key, sizeof(key));
+	lab_fscrypt_fs_setup(fs, dev, mnt, NULL, key, sizeof(key), id);
+	PATHF(dir, "%s/enc", mnt);
+	PATHF(file, "%s/enc/file", mnt);
+	if (mkdir(dir, 0755) || lab_set_policy(dir, id))
+		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
+
+	unlink(OUT);
+	pid = start_bpftrace(BENCH_SCRIPT);
+	probes = wait_attached(pid);
+	CHECK(probes == BENCH_PROBES, "bench.bt: bpftrace attached %d probes, want %d",
+	      probes, BENCH_PROBES);
+	sleep(10);	/* see check in main() */
+
+	fill_pattern(data, sizeof(data), 5);
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		lab_die("open %s: %s", file, strerror(errno));
+	/* backwards, each block fsynced: one extent per block on btrfs */
+	for (i = NBLOCKS - 1; i >= 0; i--)
+		if (pwrite(fd, data + i * 4096, 4096, (off_t)i * 4096) != 4096 || fsync(fd))
+			lab_die("write block %d of %s: %s", i, file, strerror(errno));
+	close(fd);
+	CHECK_OK(lab_drop_caches("3"), "drop caches");
+	CHECK_FILE_EQUALS(file, data, sizeof(data));
+
+	json = stop_bpftrace(pid);
+	CHECK(map_value(json, "@crypt_blocks", "encrypt") >= NBLOCKS,
+	      "bench.bt: @crypt_blocks[encrypt] = %lld, want >= %d",
+	      map_value(json, "@crypt_blocks", "encrypt"), NBLOCKS);
+	CHECK(map_value(json, "@crypt_blocks", "decrypt") >= NBLOCKS,
+	      "bench.bt: @crypt_blocks[decrypt] = %lld, want >= %d",
+	      map_value(json, "@crypt_blocks", "decrypt"), NBLOCKS);
+	CHECK(has_hist(json, "@bio_bytes"), "bench.bt: no @bio_bytes histogram");
+	CHECK(has_hist(json, "@derive_ns"), "bench.bt: no @derive_ns histogram");
+	if (per_extent) {
+		/* every extent's key derived (on write) and looked up (on read) */
+		CHECK(map_value(json, "@derive_by_context", "9") >= NBLOCKS,
+		      "bench.bt: @derive_by_context[%d] = %lld, want >= %d",
+		      HKDF_CONTEXT_EXTENT,
+		      map_value(json, "@derive_by_context", "9"), NBLOCKS);
+		CHECK(scalar_value(json, "@lookups") >= NBLOCKS,
+		      "bench.bt: @lookups = %lld, want >= %d",
+		      scalar_value(json, "@lookups"), NBLOCKS);
+		CHECK(has_hist(json, "@lookup_ns"), "bench.bt: no @lookup_ns histogram");
+		CHECK(scalar_value(json, "@slot_programs") >= 1,
+		      "bench.bt: @slot_programs = %lld, want >= 1",
+		      scalar_value(json, "@slot_programs"));
+		CHECK(has_hist(json, "@slot_program_ns"),
+		      "bench.bt: no @slot_program_ns histogram");
+	}
+	free(json);
+	lab_umount(mnt);
+}
+
 int main(void)
 {
 	const char *dev = lab_env("SCRATCH_DEV"), *mnt = lab_env("SCRATCH_MNT");
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	static uint8_t data[NBLOCKS * 4096];
 	char dir[512], file[512];
-	int probes, status;
+	int probes;
 	char *json;
-	size_t len;
 	pid_t pid;
 
 	if (access(SCRIPT, R_OK))
@@ -99,7 +241,7 @@ int main(void)
 		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
 
 	unlink(OUT);
-	pid = start_bpftrace();
+	pid = start_bpftrace(SCRIPT);
 	probes = wait_attached(pid);
 	CHECK(probes == 4, "bpftrace attached %d probes, want 4", probes);
 	/*
@@ -114,14 +256,7 @@ int main(void)
 	CHECK_OK(lab_drop_caches("1"), "drop page cache");
 	CHECK_FILE_EQUALS(file, data, sizeof(data));
 
-	kill(pid, SIGINT);
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "bpftrace exit status %#x", status);
-	json = read_file(OUT, &len);
-	if (!json)
-		lab_die("no bpftrace output in %s", OUT);
-	printf("%s", json);
+	json = stop_bpftrace(pid);
 	CHECK(map_value(json, "@blocks", "encrypt") >= NBLOCKS,
 	      "@blocks[encrypt] = %lld, want >= %d",
 	      map_value(json, "@blocks", "encrypt"), NBLOCKS);
@@ -134,5 +269,7 @@ int main(void)
 	      map_value(json, "@derive_by_context", "2"));
 	free(json);
 	lab_umount(mnt);
+
+	check_bench_bt(dev, mnt);
 	return lab_result("profiles_bpftrace_attach");
 }
