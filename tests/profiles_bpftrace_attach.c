@@ -122,6 +122,32 @@ static int has_hist(const char *json, const char *map)
 	return m && *m == '[' && count && (!end || count < end);
 }
 
+static const struct lab_fscrypt_fs ext4 = {
+	.name = "ext4", .mkfs_cmd = "mkfs.ext4 -q -F -O encrypt",
+};
+static const struct lab_fscrypt_fs btrfs = {
+	.name = "btrfs", .mkfs_cmd = "mkfs.btrfs -q -f",
+};
+
+/*
+ * mkfs and mount @fs on @dev (lab_fscrypt_fs_setup(): a kernel without
+ * fscrypt there is a SKIP), add a random master key and make @mnt/enc an
+ * encrypted directory; @file gets the path of @mnt/enc/file.
+ */
+static void encrypted_dir(const struct lab_fscrypt_fs *fs, const char *dev,
+			  const char *mnt, char file[512])
+{
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE], key[64];
+	char dir[512];
+
+	lab_random(key, sizeof(key));
+	lab_fscrypt_fs_setup(fs, dev, mnt, NULL, key, sizeof(key), id);
+	PATHF(dir, "%s/enc", mnt);
+	PATHF(file, "%s/enc/file", mnt);
+	if (mkdir(dir, 0755) || lab_set_policy(dir, id))
+		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
+}
+
 /* Stop bpftrace (SIGINT: it prints its maps) and return its output. */
 static char *stop_bpftrace(pid_t pid)
 {
@@ -146,17 +172,10 @@ static char *stop_bpftrace(pid_t pid)
  */
 static void check_bench_bt(const char *dev, const char *mnt)
 {
-	static const struct lab_fscrypt_fs btrfs = {
-		.name = "btrfs", .mkfs_cmd = "mkfs.btrfs -q -f",
-	};
-	static const struct lab_fscrypt_fs ext4 = {
-		.name = "ext4", .mkfs_cmd = "mkfs.ext4 -q -F -O encrypt",
-	};
 	int per_extent = access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0;
 	const struct lab_fscrypt_fs *fs = per_extent ? &btrfs : &ext4;
-	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE], key[64];
 	static uint8_t data[NBLOCKS * 4096];
-	char dir[512], file[512];
+	char file[512];
 	int probes, fd, i;
 	char *json;
 	pid_t pid;
@@ -166,12 +185,7 @@ static void check_bench_bt(const char *dev, const char *mnt)
 	if (!per_extent)
 		printf("no %s: bench.bt checked on ext4, without the per-extent "
 		       "counts\n", LAB_BTRFS_EXTENT_KEYS_FEATURE);
-	lab_random(key, sizeof(key));
-	lab_fscrypt_fs_setup(fs, dev, mnt, NULL, key, sizeof(key), id);
-	PATHF(dir, "%s/enc", mnt);
-	PATHF(file, "%s/enc/file", mnt);
-	if (mkdir(dir, 0755) || lab_set_policy(dir, id))
-		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
+	encrypted_dir(fs, dev, mnt, file);
 
 	unlink(OUT);
 	pid = start_bpftrace(BENCH_SCRIPT);
@@ -224,21 +238,15 @@ static void check_bench_bt(const char *dev, const char *mnt)
 int main(void)
 {
 	const char *dev = lab_env("SCRATCH_DEV"), *mnt = lab_env("SCRATCH_MNT");
-	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	static uint8_t data[NBLOCKS * 4096];
-	char dir[512], file[512];
+	char file[512];
 	int probes;
 	char *json;
 	pid_t pid;
 
 	if (access(SCRIPT, R_OK))
 		lab_die("%s is missing from the job", SCRIPT);
-	if (lab_mkfs("mkfs.ext4 -q -F -O encrypt", dev) || lab_mount(dev, mnt, "ext4", NULL))
-		lab_die("cannot make and mount ext4 on %s", dev);
-	PATHF(dir, "%s/enc", mnt);
-	PATHF(file, "%s/enc/file", mnt);
-	if (mkdir(dir, 0755) || lab_add_key(mnt, 2, id) || lab_set_policy(dir, id))
-		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
+	encrypted_dir(&ext4, dev, mnt, file);
 
 	unlink(OUT);
 	pid = start_bpftrace(SCRIPT);
