@@ -143,7 +143,7 @@ static void encrypted_dir(const struct lab_fscrypt_fs *fs, const char *dev,
 	lab_random(key, sizeof(key));
 	lab_fscrypt_fs_setup(fs, dev, mnt, NULL, key, sizeof(key), id);
 	PATHF(dir, "%s/enc", mnt);
-	PATHF(file, "%s/enc/file", mnt);
+	lab_pathf(file, 512, "%s/enc/file", mnt);
 	if (mkdir(dir, 0755) || lab_set_policy(dir, id))
 		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
 }
