@@ -21,9 +21,16 @@
  *    files made in it afterwards are plain and read back;
  *  - the kernel log names the refusal.
  *
+ * And a superblock that claims both ZONED and ENCRYPT (crafted: no kernel
+ * makes one) is refused at mount with EINVAL and a log line; with the ZONED
+ * bit taken away again the filesystem mounts and its encrypted file reads
+ * back.  This runs on the ordinary scratch disk (SCRATCH_DEV), whose
+ * superblock is easy to rewrite with a valid checksum.
+ *
  * A console WARN (the old failure) fails the run by itself.
  */
 #include "fscrypt_fs.h"
+#include "crc32c.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 
@@ -35,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <linux/fs.h>
 
 #define TEST_NAME "btrfs_fscrypt_zoned"
@@ -46,6 +54,16 @@
 #define KEY_SEED 0x20dedu
 #define DATA_LEN (256 * 1024)
 #define REFUSAL_LOG "encryption is not supported on zoned"
+#define MOUNT_REFUSAL_LOG "cannot mount: encryption is not supported on zoned"
+
+/* The primary btrfs superblock and the fields this test touches. */
+#define SB_OFFSET 65536
+#define SB_SIZE 4096
+#define SB_CSUM_START 32
+#define SB_MAGIC_OFF 64
+#define SB_INCOMPAT_OFF 188
+#define INCOMPAT_ZONED (1ULL << 12)
+#define INCOMPAT_ENCRYPT (1ULL << 15)
 
 static char nullb[PATH_MAX];	/* configfs directory of our device */
 static char dev[64];		/* /dev/nullbN */
@@ -229,10 +247,115 @@ out:
 	free(data);
 }
 
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++, v >>= 8)
+		p[i] = v & 0xff;
+}
+
+/* Write @sb as the primary superblock of @disk, with a valid checksum. */
+static int write_super(const char *disk, unsigned char *sb)
+{
+	uint32_t crc = lab_crc32c(sb + SB_CSUM_START, SB_SIZE - SB_CSUM_START);
+	int fd, ret = 0;
+
+	memset(sb, 0, SB_CSUM_START);
+	sb[0] = crc & 0xff;
+	sb[1] = crc >> 8 & 0xff;
+	sb[2] = crc >> 16 & 0xff;
+	sb[3] = crc >> 24;
+	fd = open(disk, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (pwrite(fd, sb, SB_SIZE, SB_OFFSET) != SB_SIZE || fsync(fd) < 0 ||
+	    ioctl(fd, BLKFLSBUF, 0) < 0)
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+static void crafted_zoned_super(const char *disk, const char *mnt)
+{
+	unsigned char sb[SB_SIZE], orig[SB_SIZE];
+	char dir[PATH_MAX], file[PATH_MAX];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	unsigned char *data = lab_xmalloc(DATA_LEN);
+	uint64_t incompat;
+	size_t before;
+	int fd;
+
+	printf("\n# a regular btrfs whose superblock claims ZONED and ENCRYPT\n");
+	if (!CHECK(lab_mkfs("mkfs.btrfs -q -f", disk) == 0, "mkfs.btrfs %s",
+		   disk) ||
+	    !CHECK_OK(lab_mount(disk, mnt, "btrfs", NULL), "mount %s", disk))
+		goto out;
+	PATHF(dir, "%s/enc", mnt);
+	PATHF(file, "%s/file", dir);
+	fill_pattern(data, DATA_LEN, 9);
+	CHECK_OK(mkdir(dir, 0755), "mkdir %s", dir);
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key");
+	CHECK_OK(lab_set_policy(dir, id), "set policy on %s (not zoned)", dir);
+	CHECK_OK(write_file(file, data, DATA_LEN), "write %s", file);
+	CHECK_OK(lab_umount(mnt), "unmount %s", mnt);
+
+	fd = open(disk, O_RDONLY | O_CLOEXEC);
+	if (!CHECK(fd >= 0 && pread(fd, orig, SB_SIZE, SB_OFFSET) == SB_SIZE,
+		   "read the superblock of %s", disk)) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	if (!CHECK(!memcmp(orig + SB_MAGIC_OFF, "_BHRfS_M", 8),
+		   "no btrfs magic at %d on %s", SB_OFFSET, disk))
+		goto out;
+	incompat = get_le64(orig + SB_INCOMPAT_OFF);
+	if (!CHECK(incompat & INCOMPAT_ENCRYPT,
+		   "incompat 0x%llx lacks ENCRYPT after setting a policy",
+		   (unsigned long long)incompat))
+		goto out;
+
+	memcpy(sb, orig, SB_SIZE);
+	put_le64(sb + SB_INCOMPAT_OFF, incompat | INCOMPAT_ZONED);
+	if (!CHECK_OK(write_super(disk, sb), "write the crafted superblock"))
+		goto out;
+	before = log_mentions(MOUNT_REFUSAL_LOG);
+	CHECK_ERRNO(mount(disk, mnt, "btrfs", 0, NULL), EINVAL,
+		    "mount %s with ZONED|ENCRYPT in its superblock", disk);
+	CHECK(log_mentions(MOUNT_REFUSAL_LOG) > before,
+	      "no kernel log line containing \"%s\" after the refused mount",
+	      MOUNT_REFUSAL_LOG);
+
+	/* Without the ZONED bit it is the filesystem it was. */
+	memcpy(sb, orig, SB_SIZE);
+	if (!CHECK_OK(write_super(disk, sb), "restore the superblock") ||
+	    !CHECK_OK(lab_mount(disk, mnt, "btrfs", NULL), "mount %s again",
+		      disk))
+		goto out;
+	CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key again");
+	CHECK_FILE_EQUALS(file, data, DATA_LEN);
+	CHECK_OK(lab_umount(mnt), "unmount %s", mnt);
+out:
+	free(data);
+}
+
 int main(void)
 {
 	const char *mnt = lab_env("SCRATCH_MNT");
 
+	crafted_zoned_super(lab_env("SCRATCH_DEV"), mnt);
 	make_zoned_device();
 	one_mode(mnt, NULL);
 	one_mode(mnt, LAB_BTRFS_PER_INODE_KEYS_OPT);
