@@ -8,6 +8,10 @@ BUILD := $(TOP)/build
 FLAVOR ?= debug
 WORKLOAD ?=
 export ACCEL
+# The history store of make bench / bench-history (reports/history.py).
+ifdef HISTORY_DIR
+export LAB_HISTORY_DIR := $(abspath $(HISTORY_DIR))
+endif
 
 # Debian's python3, where python3-matplotlib/-scipy/-ply live (a pyenv or
 # venv python3 earlier in PATH would not see them).
@@ -39,12 +43,13 @@ define need
 endef
 
 .PHONY: help kernel image progs progs-export progs-checkpatch tests-bin test shell bench bench-check \
-	bench-tools check-series export-series checkpatch clean distclean
+	bench-history bench-tools check-series export-series checkpatch clean distclean
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
+	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
 	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-FLAVOR from patches/"
 	@echo "make image                   build the guest root image build/root.img (with the patched progs)"
 	@echo "make progs                   build btrfs-progs + patches/btrfs-progs/ into build/progs/bin"
@@ -119,6 +124,14 @@ bench-check:
 	[ -d "$$run" ] || { echo "bench-check: no run of '$(WORKLOAD)' yet: make bench WORKLOAD=$(WORKLOAD)"; exit 2; }; \
 	[ -f "$$base" ] || { echo "bench-check: no baseline $$base (make one: /usr/bin/python3 -m reports.check --make-baseline $$run $$base)"; exit 2; }; \
 	/usr/bin/python3 -m reports.check "$$run" "$$base"
+
+# Trend page of WORKLOAD from the history store (HISTORY_DIR, default
+# ~/.local/share/fscrypt-lab/history), then the reports/ index.
+bench-history:
+	$(call need,$(APT_BENCH))
+	@[ -n "$(WORKLOAD)" ] || { echo "usage: make bench-history WORKLOAD=NAME [HISTORY_DIR=dir]"; exit 2; }
+	@/usr/bin/python3 -m reports.history plot "$(WORKLOAD)" reports/history-$(WORKLOAD) \
+		--baseline reports/baselines/$(WORKLOAD).json && /usr/bin/python3 -m reports.index
 
 bench-tools:
 	$(call need,$(APT_TESTS))

@@ -106,4 +106,9 @@ out=$top/reports/$(date -u +%Y-%m-%d)-$workload
 ln -sfn "$run" "$top/build/bench/latest-$workload"
 echo "bench: raw run: $run"
 echo "bench: report:  $out/index.html and $out/summary.md"
+# Every run goes into the history store (reports/history.py; the store is
+# $LAB_HISTORY_DIR, outside build/), and the reports/ index lists it.
+/usr/bin/python3 -m reports.history append "$run" "$out" ||
+	die "could not record $run in the history store (LAB_HISTORY_DIR=${LAB_HISTORY_DIR:-default})"
+/usr/bin/python3 -m reports.index || die "could not write reports/index.html"
 echo "bench: done in $(( $(date +%s) - t0 ))s"

@@ -40,7 +40,7 @@ if [ -n "$missing" ]; then
 fi
 
 echo "== unit tests: reports/test_*.py"
-if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel; then ok "unit tests"; else bad "unit tests"; fi
+if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history; then ok "unit tests"; else bad "unit tests"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,0 +1,367 @@
+"""History of the tracked ratios: a sqlite store that every bench run
+appends to, and the trend page drawn from it.
+
+    /usr/bin/python3 -m reports.history append RUN_DIR [REPORT_DIR]
+    /usr/bin/python3 -m reports.history plot WORKLOAD OUT_DIR [--baseline JSON]
+    /usr/bin/python3 -m reports.history list [WORKLOAD]
+
+The store is DIR/history.sqlite, DIR = $LAB_HISTORY_DIR, else
+$XDG_DATA_HOME/fscrypt-lab/history (~/.local/share/...): outside the
+clone's build outputs, so that `make clean` and a fresh clone keep it. A
+directory inside a build/ output of the clone is refused.
+
+Per run (table runs): the run directory's name, workload, date, accel,
+kernel release, kernel series hash, kernel config hash, reps, injected
+delay, and the report's directory. Per tracked ratio and phase (table
+ratios): the ratio of medians with its 95% bootstrap CI (none when the reps
+cannot support one: reports.labstats.ci_supported), n, and the per-rep
+ratios. Appending a run again replaces its rows.
+
+`plot` writes OUT_DIR/index.html: per tracked ratio and phase, the ratio
+over time (SVG, each point a link to its report, its CI as a whisker),
+with the baseline's median and the regression threshold, and a table of
+the points with links.
+"""
+
+import argparse
+import datetime
+import html
+import json
+import os
+import sqlite3
+import sys
+
+from reports import labstats as L
+from reports import runmodel as M
+from reports.analysis import DEFAULT_THRESHOLD
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL UNIQUE,
+    workload TEXT NOT NULL,
+    date TEXT NOT NULL,
+    accel TEXT,
+    kernel_release TEXT,
+    kernel_series_hash TEXT,
+    kernel_config_sha256 TEXT,
+    reps INTEGER,
+    injected_lookup_delay_us INTEGER,
+    report TEXT
+);
+CREATE TABLE IF NOT EXISTS ratios (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ratio TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    value REAL NOT NULL,
+    ci_lo REAL,
+    ci_hi REAL,
+    n_a INTEGER NOT NULL,
+    n_b INTEGER NOT NULL,
+    not_conclusive TEXT,
+    samples TEXT NOT NULL,
+    PRIMARY KEY (run_id, ratio, phase)
+);
+"""
+
+
+class HistoryError(Exception):
+    """Unusable store directory or input (exit 2)."""
+
+
+def default_dir():
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "fscrypt-lab", "history")
+
+
+def store_dir(path=None):
+    """The store directory: path, else $LAB_HISTORY_DIR, else the default.
+    Refuses one inside a build/ directory of this clone."""
+    d = os.path.abspath(path or os.environ.get("LAB_HISTORY_DIR")
+                        or default_dir())
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = os.path.join(top, "build")
+    if d == build or d.startswith(build + os.sep):
+        raise HistoryError(f"history directory {d} is inside the build "
+                           f"outputs ({build}), which make clean removes; "
+                           "set LAB_HISTORY_DIR elsewhere")
+    return d
+
+
+def connect(path=None):
+    d = store_dir(path)
+    os.makedirs(d, exist_ok=True)
+    db = sqlite3.connect(os.path.join(d, "history.sqlite"))
+    db.execute("PRAGMA foreign_keys = ON")
+    db.executescript(SCHEMA)
+    return db
+
+
+def run_points(run):
+    """[(ratio, phase, value, lo, hi, n_a, n_b, not_conclusive, samples)]
+    of every tracked ratio the run measured (as in the report: ratio of
+    the medians, bootstrap CI, none with too few reps)."""
+    out = []
+    for name, phases in M.tracked_ratios(run).items():
+        a, b = name.split("/")
+        for phase, v in phases.items():
+            if isinstance(v, str):
+                continue
+            xa = list(M.bw_by_rep(run, a, phase).values())
+            xb = list(M.bw_by_rep(run, b, phase).values())
+            value, lo, hi = L.bootstrap_ratio_ci(xa, xb)
+            if not L.ci_supported(len(xa), len(xb)):
+                lo = hi = None
+            out.append((name, phase, value, lo, hi, len(xa), len(xb),
+                        L.conclusive_n(len(xa), len(xb)), v[1]))
+    return out
+
+
+def append(run_dir, report_dir=None, path=None):
+    """Record RUN_DIR's tracked ratios; returns the number of points."""
+    run = M.load_run(run_dir)
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    name = os.path.basename(os.path.normpath(run_dir))
+    points = run_points(run)
+    with connect(path) as db:
+        db.execute("DELETE FROM runs WHERE run = ?", (name,))
+        cur = db.execute(
+            "INSERT INTO runs (run, workload, date, accel, kernel_release, "
+            "kernel_series_hash, kernel_config_sha256, reps, "
+            "injected_lookup_delay_us, report) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, meta.get("workload", "?"), meta.get("date") or "",
+             info.get("accel"), info.get("kernel_release"),
+             info.get("kernel_series_hash"),
+             info.get("kernel_config_sha256"), meta.get("reps"),
+             int(meta.get("injected_lookup_delay_us") or 0),
+             os.path.abspath(report_dir) if report_dir else None))
+        rid = cur.lastrowid
+        db.executemany(
+            "INSERT INTO ratios VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(rid, r, p, v, lo, hi, na, nb, nc, json.dumps(s))
+             for r, p, v, lo, hi, na, nb, nc, s in points])
+    db.close()
+    return len(points)
+
+
+def series(workload, path=None):
+    """{(ratio, phase): [point dict, ...]} of a workload, oldest first."""
+    db = connect(path)
+    db.row_factory = sqlite3.Row
+    rows = db.execute(
+        "SELECT runs.*, ratios.* FROM ratios JOIN runs ON runs.id = "
+        "ratios.run_id WHERE runs.workload = ? ORDER BY runs.date, runs.run",
+        (workload,)).fetchall()
+    db.close()
+    out = {}
+    for r in rows:
+        d = dict(r)
+        d["samples"] = json.loads(d["samples"])
+        out.setdefault((d["ratio"], d["phase"]), []).append(d)
+    return out
+
+
+def _when(date):
+    try:
+        return datetime.datetime.fromisoformat(date.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _rel(target, start):
+    return os.path.relpath(target, start) if target else None
+
+
+def plot_ratio(key, points, base, threshold, out_dir, fname):
+    """One trend plot (SVG): the ratio per run over time, CI whiskers,
+    baseline median and threshold; each point links to its report."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    # text as text (searchable, small), no creation date (reproducible)
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    name, phase = key
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    links = {}
+    for i, p in enumerate(points):
+        x = _when(p["date"]) or i
+        url = _rel(os.path.join(p["report"], "index.html"), out_dir) \
+            if p["report"] else None
+        injected = bool(p["injected_lookup_delay_us"])
+        color = "#d62728" if injected else "#1f77b4"
+        if p["ci_lo"] is not None:
+            ax.errorbar([x], [p["value"]],
+                        yerr=[[p["value"] - p["ci_lo"]],
+                              [p["ci_hi"] - p["value"]]],
+                        fmt="none", ecolor=color, capsize=4, lw=1)
+        sc = ax.scatter([x], [p["value"]], color=color, zorder=3, s=30,
+                        marker="o" if p["ci_lo"] is not None else "x")
+        if url:
+            sc.set_gid(f"lab-point-{i}")
+            links[f"lab-point-{i}"] = url
+    if base is not None:
+        ax.axhline(base, color="gray", lw=1, label=f"baseline {base:.4f}")
+        ax.axhline(base * (1 - threshold / 100), color="#d62728", ls="--",
+                   lw=1, label=f"regression threshold (-{threshold:g}%)")
+        ax.legend(fontsize=7, loc="best")
+    ax.set_title(f"{name} {phase}: throughput ratio per run (95% CI "
+                 "whiskers; x = not conclusive, no CI; red = injected "
+                 "slowdown)", fontsize=9)
+    ax.set_ylabel("ratio of medians")
+    ax.grid(alpha=0.3)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, fname), metadata={"Date": None})
+    plt.close(fig)
+    link_points(os.path.join(out_dir, fname), links)
+    return fname
+
+
+def link_points(svg_path, links):
+    """Wrap each point's group (gid) of the SVG in a link to its report.
+    (matplotlib drops the url of a one-point scatter: it draws it as a
+    marker, which has no link.)"""
+    import xml.etree.ElementTree as ET
+    svg_ns, xlink = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+    ET.register_namespace("", svg_ns)
+    ET.register_namespace("xlink", xlink)
+    tree = ET.parse(svg_path)
+    # find first, then wrap (wrapping while iterating would revisit them)
+    targets = [(parent, child) for parent in tree.iter() for child in parent
+               if child.get("id") in links]
+    for parent, child in targets:
+        a = ET.Element(f"{{{svg_ns}}}a",
+                       {f"{{{xlink}}}href": links[child.get("id")]})
+        i = list(parent).index(child)
+        parent.remove(child)
+        a.append(child)
+        parent.insert(i, a)
+    found = len(targets)
+    if found != len(links):
+        raise HistoryError(f"{svg_path}: linked {found} of {len(links)} "
+                           "points")
+    tree.write(svg_path, encoding="unicode", xml_declaration=False)
+
+
+def _fmt(x, spec=".4f"):
+    return "-" if x is None else format(x, spec)
+
+
+def plot(workload, out_dir, baseline=None, path=None):
+    """Write OUT_DIR/index.html and one SVG per tracked ratio and phase.
+    Returns the number of plots."""
+    data = series(workload, path)
+    base, threshold = {}, DEFAULT_THRESHOLD
+    if baseline and os.path.exists(baseline):
+        with open(baseline, encoding="utf-8") as f:
+            b = json.load(f)
+        threshold = float(b.get("threshold_pct", DEFAULT_THRESHOLD))
+        for name, phases in (b.get("ratios") or {}).items():
+            for phase, e in phases.items():
+                base[(name, phase)] = L.summary(e["samples"])["median"]
+    os.makedirs(out_dir, exist_ok=True)
+    order = [f"{a}/{b}" for a, b, _ in M.COMPARISONS]
+    keys = sorted(data, key=lambda k: (order.index(k[0]) if k[0] in order
+                                       else len(order), k))
+    esc = html.escape
+    body = [f"<h1>History of workload {esc(workload)}</h1>",
+            f"<p>Store: <code>{esc(store_dir(path))}/history.sqlite</code>"
+            f"; {len({p['run'] for v in data.values() for p in v})} run(s). "
+            "Each point is one run (click it for its report); whiskers are "
+            "95% bootstrap CIs; runs with too few reps for a CI are drawn "
+            "as x without whiskers. Baseline: "
+            + (f"<code>{esc(os.path.basename(baseline))}</code>, threshold "
+               f"{threshold:g}%" if base else "none") + ".</p>"]
+    if not keys:
+        body.append(f"<p><b>No runs of {esc(workload)} recorded yet.</b> "
+                    "Every <code>make bench</code> appends one.</p>")
+    for i, key in enumerate(keys):
+        pts = data[key]
+        fname = plot_ratio(key, pts, base.get(key), threshold, out_dir,
+                           f"trend-{i}.svg")
+        body.append(f"<h2>{esc(key[0])} {esc(key[1])}</h2>")
+        # inline SVG: its points are links (an <img> would not follow them)
+        with open(os.path.join(out_dir, fname), encoding="utf-8") as f:
+            svg = f.read()
+        body.append('<div class="plot">' + svg[svg.index("<svg"):]
+                    + "</div>")
+        rows = []
+        for p in pts:
+            link = _rel(os.path.join(p["report"], "index.html"), out_dir) \
+                if p["report"] else None
+            ci = ("none: " + p["not_conclusive"] if p["ci_lo"] is None
+                  else f"{p['ci_lo']:.4f}-{p['ci_hi']:.4f}")
+            rows.append(
+                "<tr><td>" + esc(p["date"]) + "</td><td>"
+                + (f'<a href="{esc(link)}">{esc(p["run"])}</a>' if link
+                   else esc(p["run"]))
+                + f"</td><td>{_fmt(p['value'])}</td><td>{esc(ci)}</td>"
+                f"<td>{p['n_a']} vs {p['n_b']}</td>"
+                f"<td>{esc(p['accel'] or '?')}</td>"
+                f"<td><code>{esc(p['kernel_series_hash'] or '?')}</code></td>"
+                f"<td><code>{esc(p['kernel_config_sha256'] or '?')}</code>"
+                "</td><td>" + (f"{p['injected_lookup_delay_us']} µs"
+                               if p["injected_lookup_delay_us"] else "-")
+                + "</td></tr>")
+        body.append("<table><tr><th>date</th><th>run (report)</th>"
+                    "<th>ratio</th><th>95% CI</th><th>reps</th>"
+                    "<th>accel</th><th>series</th><th>config</th>"
+                    "<th>injected</th></tr>" + "".join(rows) + "</table>")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>History: {esc(workload)}</title><style>"
+            "body{font-family:sans-serif;max-width:1150px;margin:1em auto;"
+            "padding:0 1em}table{border-collapse:collapse;font-size:.9em}"
+            "td,th{border:1px solid #bbb;padding:2px 6px}"
+            ".plot svg{max-width:100%;height:auto}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+    with open(os.path.join(out_dir, "index.html"), "w",
+              encoding="utf-8") as f:
+        f.write(page)
+    return len(keys)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="History of the tracked ratios.")
+    ap.add_argument("--dir", help="store directory (default: "
+                    "$LAB_HISTORY_DIR, else " + default_dir() + ")")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("append", help="record a run's tracked ratios")
+    a.add_argument("run_dir")
+    a.add_argument("report_dir", nargs="?")
+    p = sub.add_parser("plot", help="write the trend page of a workload")
+    p.add_argument("workload")
+    p.add_argument("out_dir")
+    p.add_argument("--baseline", help="baseline JSON (median, threshold)")
+    ls = sub.add_parser("list", help="print the recorded points")
+    ls.add_argument("workload", nargs="?")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "append":
+            n = append(args.run_dir, args.report_dir, args.dir)
+            print(f"history: {n} ratio(s) of {os.path.basename(os.path.normpath(args.run_dir))} "
+                  f"recorded in {store_dir(args.dir)}/history.sqlite")
+        elif args.cmd == "plot":
+            n = plot(args.workload, args.out_dir, args.baseline, args.dir)
+            print(f"history: {n} trend plot(s) in {args.out_dir}/index.html")
+        else:
+            db = connect(args.dir)
+            q = ("SELECT runs.date, runs.run, runs.workload, ratio, phase, "
+                 "value, ci_lo, ci_hi, not_conclusive FROM ratios JOIN runs "
+                 "ON runs.id = run_id")
+            rows = (db.execute(q + " WHERE workload = ? ORDER BY date",
+                               (args.workload,)) if args.workload
+                    else db.execute(q + " ORDER BY date"))
+            for r in rows:
+                print("\t".join("-" if x is None else str(x) for x in r))
+            db.close()
+    except (HistoryError, M.RunError, sqlite3.Error, OSError) as e:
+        print(f"history: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
