@@ -53,8 +53,20 @@
  *     leaf still reads back.
  *
  * The console check of the runner fails the run if any of this oopses.
+ *
+ * Every corruption of 2.-4. must also be found by the image's patched
+ * `btrfs check --readonly` (patches/btrfs-progs/): before the edit the
+ * same filesystem checks clean (so the check can tell), after it the check
+ * exits non-zero and names the victim's inode (and, for extents, the file
+ * offset) with the reason.  Two corruptions only the checker is asked
+ * about, since the kernel has nothing to refuse: the victim's context item
+ * turned into an unknown key type (an encrypted inode without a context),
+ * and, with per-extent keys, encryption 2 -> 0 with the item cut to 53
+ * bytes (an unencrypted extent in an encrypted file; the kernel must fail
+ * the read too).  Without the patched btrfs-progs the test skips, saying so.
  */
 #include "btrfs_items.h"
+#include "btrfs_progs.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -630,6 +642,29 @@ static int log_has(const char *marker, const char *ere)
 	return run("dmesg | sed -n '/%s/,$p' | grep -E '%s'", marker, ere) == 0;
 }
 
+/*
+ * Unmounted, after a corruption of @what: the patched btrfs check must exit
+ * non-zero and say "inode @ino" followed by @msg (e.g. ": bad fscrypt
+ * context item (size 40, version 9)" or " file extent at offset 0: ...").
+ */
+static void expect_check_finds(const char *what, uint64_t ino, const char *msg)
+{
+	char want[256];
+	char *out = NULL;
+	int st;
+
+	snprintf(want, sizeof(want), "inode %llu%s", (unsigned long long)ino, msg);
+	printf("%s: btrfs check --readonly must report \"%s\"\n", what, want);
+	st = lab_btrfs_check_output(dev, &out);
+	if (st != -1) {
+		CHECK(st != 0, "%s: btrfs check --readonly exited 0 on the corrupted filesystem", what);
+		CHECK(strstr(out, want) != NULL,
+		      "%s: btrfs check --readonly did not report \"%s\" (output above)",
+		      what, want);
+	}
+	free(out);
+}
+
 /* The version of an fscrypt context item, v2 expected. */
 static int edit_inode_ctx_version(unsigned char *blk, uint32_t nodesize,
 				  size_t in, void *arg)
@@ -652,18 +687,24 @@ static int edit_inode_ctx_version(unsigned char *blk, uint32_t nodesize,
 	return 1;
 }
 
-static void test_corrupt_context(unsigned char version, const char *logmsg)
+static void test_corrupt_context(unsigned char version, const char *logmsg,
+				 const char *progs_msg)
 {
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	unsigned char data[8192];
-	char marker[64];
+	char marker[64], what[64];
 	struct stat st;
+	uint64_t ino = 0;
 	int n, r, e;
 
+	snprintf(what, sizeof(what), "context version %u", version);
 	fill_pattern(data, sizeof(data), version);
 	if (make_victim(id, data, sizeof(data), NULL, NULL, 0))
 		return;
+	if (CHECK_OK(stat(victim, &st), "stat %s", victim))
+		ino = st.st_ino;
 	CHECK_OK(lab_umount(mnt), "umount");
+	lab_btrfs_check_clean(dev, "the victim's filesystem, before the corruption");
 
 	n = rewrite_tree_blocks("master key identifier", id, sizeof(id),
 				edit_inode_ctx_version, &version, NULL);
@@ -683,7 +724,8 @@ static void test_corrupt_context(unsigned char version, const char *logmsg)
 	      r < 0 ? strerror(e) : "success");
 	CHECK(log_has(marker, logmsg),
 	      "no kernel log line \"%s\" after the corruption", logmsg);
-	CHECK_OK(lab_umount(mnt), "umount after corruption");
+	if (CHECK_OK(lab_umount(mnt), "umount after corruption"))
+		expect_check_finds(what, ino, progs_msg);
 }
 
 /* ---- 3. corrupted extent contexts (per-extent keys) -------------------------- */
@@ -755,8 +797,8 @@ static int edit_encryption(unsigned char *blk, uint32_t nodesize, size_t in,
  * bytes, and their offsets with them.  So the leaf is one the tree-checker
  * accepts, and only the check of the item against its inode can object.
  */
-static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
-				    size_t in, void *arg)
+static int cut_and_set_encryption(unsigned char *blk, uint32_t nodesize,
+				  size_t in, unsigned char encryption)
 {
 	const uint32_t diff = EXTENT_CTX_SIZE;
 	uint32_t nritems, slot, i, data_end;
@@ -764,7 +806,6 @@ static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
 	unsigned char *it;
 	int found;
 
-	(void)arg;
 	if (!is_extent_ctx(blk, in))
 		return 0;
 	found = find_item(blk, nodesize, item, BTRFS_EXTENT_DATA_KEY,
@@ -784,9 +825,25 @@ static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
 		put_le32(it + ITEM_OFFSET, get_le32(it + ITEM_OFFSET) + diff);
 	}
 	put_le32(blk + HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_DATA_SIZE, FE_SIZE);
-	blk[item + diff + LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] =
-		LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE;
+	blk[item + diff + LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] = encryption;
 	return 1;
+}
+
+static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
+				    size_t in, void *arg)
+{
+	(void)arg;
+	return cut_and_set_encryption(blk, nodesize, in,
+				      LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE);
+}
+
+/* encryption 2 -> 0 (an unencrypted extent), the item cut to 53 bytes */
+static int edit_plain_and_size(unsigned char *blk, uint32_t nodesize,
+			       size_t in, void *arg)
+{
+	(void)arg;
+	return cut_and_set_encryption(blk, nodesize, in,
+				      LAB_BTRFS_ENCRYPTION_NONE);
 }
 
 struct extent_case {
@@ -796,6 +853,8 @@ struct extent_case {
 	const char *log_ere;	/* the kernel must log a line matching this */
 	/* only the extent is bad: the file must open, and read() must fail */
 	int inode_ok;
+	/* what btrfs check must say after "inode INO file extent at offset 0" */
+	const char *progs_msg;
 };
 
 /* The victim must not read back: record how it fails. */
@@ -905,6 +964,7 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 	CHECK_OK(lab_umount(mnt), "umount");
 	if (nctx == 0)
 		return;
+	lab_btrfs_check_clean(dev, "the victim's filesystem, before the corruption");
 
 	for (i = 0; i < nctx; i++) {
 		r = rewrite_tree_blocks("extent context", ctx[i], EXTENT_CTX_SIZE,
@@ -931,20 +991,24 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 	      ec->what, ec->log_ere);
 	if (ec->inode_ok && have_partner)
 		expect_partner_intact(ec->what, pdata, sizeof(pdata));
-	CHECK_OK(lab_umount(mnt), "umount after corruption");
+	if (CHECK_OK(lab_umount(mnt), "umount after corruption"))
+		expect_check_finds(ec->what, st.st_ino, ec->progs_msg);
 }
 
 static const struct extent_case extent_cases[] = {
 	/* fscrypt says why when the extent is loaded, not the tree-checker */
 	{ "extent-key-id", "master key identifier of the extent context",
 	  edit_ctx_key_id,
-	  "Rejecting extent encryption context [(]master key differs", 1 },
+	  "Rejecting extent encryption context [(]master key differs", 1,
+	  " file extent at offset 0: extent context does not fit the inode: master key identifier differs from the inode's policy" },
 	{ "extent-version", "extent context version 9",
 	  edit_ctx_version,
-	  "Rejecting extent encryption context [(]unknown version", 1 },
+	  "Rejecting extent encryption context [(]unknown version", 1,
+	  " file extent at offset 0: bad extent context (version 9): unknown extent context version" },
 	{ "extent-mode", "extent context contents mode 127",
 	  edit_ctx_mode,
-	  "Rejecting extent encryption context [(]contents mode differs", 1 },
+	  "Rejecting extent encryption context [(]contents mode differs", 1,
+	  " file extent at offset 0: bad extent context (version 1): invalid contents mode" },
 	/*
 	 * The item keeps its 87 bytes: the tree-checker's size rule (53 bytes
 	 * unless encryption is 2) may reject the leaf before the inode check
@@ -952,10 +1016,16 @@ static const struct extent_case extent_cases[] = {
 	 */
 	{ "extent-encryption", "encryption 2 -> 1, item size left at 87",
 	  edit_encryption,
-	  "invalid item size for reg/prealloc file extent|has encryption 1, the inode needs 2", 0 },
+	  "invalid item size for reg/prealloc file extent|has encryption 1, the inode needs 2", 0,
+	  " file extent at offset 0: item size 87 does not match encryption 1, expected 53" },
 	{ "extent-encryption-cut", "encryption 2 -> 1, item cut to 53 bytes",
 	  edit_encryption_and_size,
-	  "has encryption 1, the inode needs 2", 1 },
+	  "has encryption 1, the inode needs 2", 1,
+	  " file extent at offset 0: encryption 1, but the inode needs 2" },
+	{ "extent-plain-cut", "encryption 2 -> 0, item cut to 53 bytes",
+	  edit_plain_and_size,
+	  "has encryption 0, the inode needs 2", 1,
+	  " file extent at offset 0: unencrypted file extent in an encrypted inode" },
 };
 
 /* ---- 4. an inline extent in an encrypted file ----------------------------- */
@@ -1091,6 +1161,7 @@ static void test_inline_extent(int extent_keys)
 	CHECK_OK(lab_umount(mnt), "umount");
 	if (!n)
 		return;
+	lab_btrfs_check_clean(dev, "the victim's filesystem, before the corruption");
 
 	n = rewrite_tree_blocks("victim's nonce", nonce, sizeof(nonce),
 				edit_make_inline, &ie, &share);
@@ -1134,7 +1205,61 @@ static void test_inline_extent(int extent_keys)
 	      "%s: no kernel log line matching \"%s\"", what, ere);
 	if (n)
 		expect_partner_intact(what, pdata, sizeof(pdata));
-	CHECK_OK(lab_umount(mnt), "umount after corruption");
+	if (CHECK_OK(lab_umount(mnt), "umount after corruption"))
+		expect_check_finds(what, ie.ino,
+				   " file extent at offset 0: inline (unencrypted) extent in an encrypted regular file");
+}
+
+/* ---- 5. an encrypted inode without its context item (checker only) -------- */
+
+/* Unknown to btrfs, and between the inode's refs (12) and its extents (108). */
+#define UNKNOWN_KEY_TYPE 40
+#define CTX_NONCE_OFFSET 24	/* in a v2 inode context */
+#define CTX_V2_SIZE 40
+
+/* The key type of the context item whose nonce is at @in: 41 -> 40. */
+static int edit_ctx_key_type(unsigned char *blk, uint32_t nodesize, size_t in,
+			     void *arg)
+{
+	int slot;
+
+	(void)arg;
+	if (in < CTX_NONCE_OFFSET)
+		return 0;
+	slot = find_item(blk, nodesize, in - CTX_NONCE_OFFSET,
+			 41 /* BTRFS_FSCRYPT_INODE_CTX_KEY */, CTX_V2_SIZE);
+	if (slot < 0)
+		return 0;
+	blk[HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_TYPE] = UNKNOWN_KEY_TYPE;
+	return 1;
+}
+
+static void test_missing_context(void)
+{
+	const char *what = "encrypted inode without its context item";
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	unsigned char data[8192], nonce[FILE_NONCE_SIZE];
+	struct stat st;
+	int n;
+
+	printf("== %s\n", what);
+	fill_pattern(data, sizeof(data), 0xc7c70001u);
+	if (make_victim(id, data, sizeof(data), NULL, NULL, 0))
+		return;
+	n = CHECK_OK(stat(victim, &st), "stat %s", victim) &&
+	    CHECK_OK(lab_get_nonce(victim, nonce), "nonce of %s", victim);
+	if (!CHECK_OK(lab_umount(mnt), "umount") || !n)
+		return;
+	lab_btrfs_check_clean(dev, "the victim's filesystem, before the corruption");
+	n = rewrite_tree_blocks("victim's nonce", nonce, sizeof(nonce),
+				edit_ctx_key_type, NULL, NULL);
+	if (!CHECK(n >= 1, "%s: no tree block with the victim's context item found on %s",
+		   what, dev))
+		return;
+	printf("%s: changed %d tree block cop%s (key type 41 -> %d)\n", what, n,
+	       n == 1 ? "y" : "ies", UNKNOWN_KEY_TYPE);
+	expect_check_finds(what, st.st_ino,
+			   ": encrypted inode (flag ENCRYPT) has no fscrypt context item");
 }
 
 int main(void)
@@ -1152,8 +1277,10 @@ int main(void)
 	test_ioctls();
 	CHECK_OK(lab_umount(mnt), "umount");
 
-	test_corrupt_context(9, "unknown version 9");
-	test_corrupt_context(1, "version 1 has size 28, item size 40");
+	test_corrupt_context(9, "unknown version 9",
+			     ": bad fscrypt context item (size 40, version 9): unknown context version");
+	test_corrupt_context(1, "version 1 has size 28, item size 40",
+			     ": bad fscrypt context item (size 40, version 1): wrong size for its version");
 	extent_keys = access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0;
 	if (!extent_keys) {
 		printf("no %s: btrfs has per-inode keys only, no extent contexts to corrupt\n",
@@ -1163,5 +1290,6 @@ int main(void)
 			test_corrupt_extent(&extent_cases[i], 0xe0u + (uint32_t)i);
 	}
 	test_inline_extent(extent_keys);
+	test_missing_context();
 	return lab_result("btrfs_fscrypt_badinput");
 }

@@ -35,6 +35,7 @@
  *
  * Keys, names and contents are random per run.
  */
+#include "btrfs_progs.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -305,8 +306,9 @@ out:
 		/* umount would sync, and wait on the stuck writeback. */
 		if (umount2(mnt, MNT_DETACH) == 0)
 			printf("lazily detached %s (stuck)\n", mnt);
-	} else {
-		CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	} else if (CHECK_OK(lab_umount(mnt), "umount %s", mnt) &&
+		   strcmp(fs->name, "btrfs") == 0) {
+		lab_btrfs_check_clean(dev, label);
 	}
 	for (i = 0; i < 1 + MAX_WRITERS; i++)
 		free(w[i].data);

@@ -74,6 +74,7 @@
  * SKIP when the kernel does not advertise per-extent keys
  * (LAB_BTRFS_EXTENT_KEYS_FEATURE), or its btrfs has no fscrypt ioctls.
  */
+#include "btrfs_progs.h"
 #include "btrfs_items.h"
 #include "fscrypt_blocks.h"
 #include "fscrypt_fs.h"
@@ -907,7 +908,8 @@ int main(void)
 	    CHECK_OK(lab_add_raw_key(c->mnt, c->mk, sizeof(c->mk), c->id),
 		     "add the master key again")) {
 		ec_check_read_back(c, "after remounting");
-		CHECK_OK(lab_umount(c->mnt), "umount %s", c->mnt);
+		if (CHECK_OK(lab_umount(c->mnt), "umount %s", c->mnt))
+			lab_btrfs_check_clean(c->dev, "the multi-extent files' filesystem");
 	}
 
 	for (i = 0; i < EC_NFILES; i++) {

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "btrfs_progs.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -178,6 +179,7 @@ int main(void)
 	CHECK(first.bad == 0 && second.bad == 0,
 	      "%d events with unexpected fields", first.bad + second.bad);
 
-	lab_umount(mnt);
+	if (CHECK_OK(lab_umount(mnt), "umount %s", mnt))
+		lab_btrfs_check_clean(dev, "the traced filesystem");
 	return lab_result("btrfs_fscrypt_extent_tracepoints");
 }

@@ -39,6 +39,7 @@
  * this locking is sound.  A child still running long after the stop (a
  * deadlock) fails the test.
  */
+#include "btrfs_progs.h"
 #include "btrfs_items.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
@@ -687,7 +688,8 @@ out_umount:
 				close(fds[w][f]);
 				fds[w][f] = -1;
 			}
-	CHECK_OK(lab_umount(mnt), "umount");
+	if (CHECK_OK(lab_umount(mnt), "umount"))
+		lab_btrfs_check_clean(dev, "the filesystem after the removal race");
 	return 0;
 }
 

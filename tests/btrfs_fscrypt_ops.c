@@ -30,6 +30,7 @@
  *            fscrypt_per_inode_keys (and not the other) with that option,
  *            on a fresh mount and after each remount that switches it.
  */
+#include "btrfs_progs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 #include "rawdev.h"
@@ -895,6 +896,8 @@ int main(void)
 	test_snapshot_and_nokey();
 	test_removal_keeps_data();
 
-	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	/* Subvolume, snapshots, reflinks, both key modes side by side. */
+	if (CHECK_OK(lab_umount(mnt), "umount %s", mnt))
+		lab_btrfs_check_clean(dev, "the filesystem after the operations");
 	return lab_result("btrfs_fscrypt_ops");
 }

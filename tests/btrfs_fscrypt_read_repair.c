@@ -47,6 +47,7 @@
  * keys (no LAB_BTRFS_EXTENT_KEYS_FEATURE) only the default mode runs, and
  * without a second scratch device only DUP; the log says so.
  */
+#include "btrfs_progs.h"
 #include "btrfs_items.h"
 #include "fscrypt_blocks.h"	/* FBLK_BAD_EXTENT_FLAGS only */
 #include "fscrypt_fs.h"
@@ -673,6 +674,7 @@ static void rr_run_mode(const struct rr_mode *m, int extent_feature)
 	rr_corrupt(r);
 	rr_read_and_repair(r);
 	rr_check_device(r);
+	lab_btrfs_check_clean(r->devpath[0], r->label);
 
 	for (b = 0; b < RR_BLOCKS; b++) {
 		free(r->blk[b].good);

@@ -39,6 +39,7 @@
  *
  * Keys, descriptors, names and contents are random per run.
  */
+#include "btrfs_progs.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -627,8 +628,8 @@ out:
 		/* umount would sync, and wait for the stuck writeback. */
 		if (umount2(btrfs_mnt, MNT_DETACH) == 0)
 			printf("lazily detached %s (stuck)\n", btrfs_mnt);
-	} else {
-		CHECK_OK(lab_umount(btrfs_mnt), "umount %s", btrfs_mnt);
+	} else if (CHECK_OK(lab_umount(btrfs_mnt), "umount %s", btrfs_mnt)) {
+		lab_btrfs_check_clean(btrfs_dev, label);
 	}
 	forget_key(&k);
 	free(before.data);

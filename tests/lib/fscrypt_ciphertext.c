@@ -37,6 +37,7 @@
  * on one device the data chunk's logical address equals its device offset,
  * but that is checked, not assumed).
  */
+#include "btrfs_progs.h"
 #include "fscrypt_blocks.h"
 #include "fscrypt_ondisk.h"
 #include "fscrypt_ref.h"
@@ -518,6 +519,8 @@ int fscrypt_ciphertext_test(const struct lab_fscrypt_fs *fs)
 		free(c->files[i].ext);
 	}
 	free(c->chunks);
+	if (c->btrfs && c->encrypted)
+		lab_btrfs_check_clean(c->dev, "the ciphertext test's filesystem");
 	PATHF(title, "fscrypt ciphertext on %s", fs->name);
 	if (c->encrypted && c->opts_refused && lab_failures == 0) {
 		if (c->model_mismatch)

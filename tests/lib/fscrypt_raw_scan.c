@@ -22,6 +22,7 @@
  * The tag and marker are random per run, so data that earlier tests or runs
  * left on the scratch device cannot be mistaken for a leak.
  */
+#include "btrfs_progs.h"
 #include "fscrypt_ondisk.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -259,6 +260,8 @@ int fscrypt_raw_scan_test(const struct lab_fscrypt_fs *fs)
 	}
 	for (i = 0; i < c->nfiles; i++)
 		free(c->files[i].data);
+	if (strcmp(fs->name, "btrfs") == 0)
+		lab_btrfs_check_clean(c->dev, "the scanned filesystem (encrypted and control trees)");
 	PATHF(title, "fscrypt raw device scan on %s", fs->name);
 	return lab_result(title);
 }

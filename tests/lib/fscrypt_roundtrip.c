@@ -12,6 +12,7 @@
  *  7. re-add the key: everything is back; 8. unmount and scan the raw
  *     device: the secret markers must be absent, the control ones present.
  */
+#include "btrfs_progs.h"
 #include "fscrypt_roundtrip.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -754,6 +755,8 @@ int fscrypt_roundtrip(const struct fscrypt_rt_fs *fs)
 		printf("stopped early; skipping the device scan\n");
 	}
 	rt_free_tree(c);
+	if (strcmp(fs->fs_name, "btrfs") == 0)
+		lab_btrfs_check_clean(c->dev, "the round-trip filesystem");
 	PATHF(name, "fscrypt round trip on %s", fs->fs_name);
 	return lab_result(name);
 }

@@ -5,11 +5,12 @@
  * lib/fscrypt_crash.c.  SKIP (in phase 1) while the kernel's btrfs has no
  * fscrypt ioctls.
  *
- * Afterwards `btrfs check --readonly` (the image's stock btrfs-progs 6.2)
- * runs and its output is logged.  Once btrfs encryption sets an incompat
- * flag that this btrfs-progs does not know, it refuses the filesystem
- * ("couldn't open because of unsupported option features"): that is
- * recorded, not a failure.  Any other complaint fails the test.
+ * Afterwards the image's patched `btrfs check --readonly`
+ * (patches/btrfs-progs/, which knows the ENCRYPT format) must find the
+ * replayed filesystem clean.  Without the patched btrfs-progs (Debian's
+ * 6.2 refuses the ENCRYPT incompat flag) phase 2 skips, saying so.  The
+ * fsck command and refusal below are used only to show what the checker
+ * says when the filesystem does not mount.
  */
 #include "fscrypt_ondisk.h"
 
