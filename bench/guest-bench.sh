@@ -1,13 +1,19 @@
 #!/bin/bash
 # In-guest benchmark driver; becomes /job/run (see bench/run-bench.sh).
 #
-# Reads /job/bench.env (WORKLOAD, REPS, ARMS, PROFILE, and optional
+# Reads /job/bench.env (WORKLOAD, REPS, ARMS, PROFILE, PREP, and optional
 # overrides such as MIN_EXTENTS or SCALE_BUDGET), then for each repetition
-# runs every arm in turn (A B C A B C ...), each on a freshly made filesystem
-# on its own scratch disk:
-#   probe (can this arm run the workload?) -> prep (unmeasured) -> sync,
-#   FIEMAP check of every file the workload promises -> for each phase:
-#   sync, drop caches, fio --output-format=json+
+# runs every arm in turn (A B C A B C ...), each on its own scratch disk.
+# PREP=once (the default): the first time an arm runs, make its filesystem,
+#   probe (can this arm run the workload?), prep (unmeasured), sync, FIEMAP
+#   check, unmount, and save the device (its non-zero blocks) to a sparse
+#   image on the save disk (the disk after the arms' disks); before every
+#   repetition, zero the device, write the image back (the device then
+#   holds exactly what the preparation left), mount, add the key, FIEMAP
+#   check again.
+# PREP=each: a fresh mkfs, probe and prep for every repetition.
+# Then, either way, for each phase: sync, drop caches, fio
+# --output-format=json+
 # Results go to $RESULTS/bench/: raw/<arm>/rep<N>/<phase>.json, arms.tsv,
 # extents.tsv, order.tsv, phases, fio-version, and profiles/<arm>/ from one
 # extra, profiled repetition per arm (never mixed with the timed ones).
@@ -86,6 +92,7 @@ mkdir -p "$out/raw" "$out/profiles"
 # format (reports/runmodel.py).
 echo 2 >"$out/format"
 : >"$out/facts.tsv"
+: >"$out/saves.tsv"
 fio --version >"$out/fio-version"
 echo "$MIN_EXTENTS" >"$out/min-extents"
 phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
@@ -117,14 +124,22 @@ run_done() {
 	done_at=$(( $(date +%s) - start ))
 }
 
-# The scratch disk of an arm: one per arm, in the order of ARMS, from vdd on.
+# The scratch disk of an arm: one per arm, in the order of ARMS, from vdd on;
+# the save disk (PREP=once) is the one after them.
+disk_letters=(d e f g h i j k l)
 arm_dev() {
-	local letters=(d e f g h i j) i=0 a
+	local i=0 a
 	for a in $ARMS; do
-		[ "$a" = "$1" ] && { echo "/dev/vd${letters[$i]}"; return; }
+		[ "$a" = "$1" ] && { echo "/dev/vd${disk_letters[$i]}"; return; }
 		i=$((i + 1))
 	done
 }
+save_dev=/dev/vd${disk_letters[$nr_arms]}
+save_dir=/mnt/bench-saved
+PREP=${PREP:-once}
+case $PREP in once | each) ;; *) echo "bench: FAIL: PREP must be once or each, not '$PREP'"; exit 1 ;; esac
+echo "$PREP" >"$out/prep-mode"
+declare -A prepared
 
 declare -A skipped
 
@@ -152,14 +167,20 @@ kernel_key_mode() { # mount-options policy-line
 # On success, appends what was done to $out/facts.tsv (the host only reads
 # it): the mkfs and mount commands, the mount options as /proc/mounts shows
 # them, the tuning, the policy and the key mode the kernel reports.
-setup_fs() { # arm rep dev mnt
-	local arm=$1 rep=$2 dev=$3 mnt=$4 opts err tune rc mkfs fs mounted policy="" km
+# With restore=1 (PREP=once, after the arm was prepared): no mkfs, no
+# probe; the device gets the saved image back and the key is added again.
+setup_fs() { # arm rep dev mnt [restore]
+	local arm=$1 rep=$2 dev=$3 mnt=$4 restore=${5:-0} opts err tune rc mkfs fs mounted policy="" km kopt=()
 	arm_unsupported "$arm" && return 3
 	opts=$(arm_mount_opts "$arm")
 	fs=$(arm_fs "$arm")
 	mkfs="$(arm_mkfs "$arm") $dev"
 	umount -q "$mnt" 2>/dev/null
-	$mkfs >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
+	if [ "$restore" = 1 ]; then
+		restore_dev "$arm" "$dev" || return 1
+	else
+		$mkfs >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
+	fi
 	if ! err=$(mount -t "$fs" ${opts:+-o "$opts"} "$dev" "$mnt" 2>&1); then
 		echo "mount -o '$opts' failed: $err"
 		[ -n "$opts" ] && return 3
@@ -170,7 +191,8 @@ setup_fs() { # arm rep dev mnt
 	[ -z "$tune" ] || sh -c "$tune" || { echo "tuning failed: $tune"; return 1; }
 	mkdir -p "$mnt/bench"
 	if arm_encrypted "$arm"; then
-		err=$(fscrypt_setup "$mnt" "$mnt/bench" 2>&1)
+		[ "$restore" = 1 ] && kopt=(-k)
+		err=$(fscrypt_setup "${kopt[@]}" "$mnt" "$mnt/bench" 2>&1)
 		case $? in
 		0) policy=$err ;;
 		3) echo "$fs on this kernel does not support fscrypt ($err)"; return 3 ;;
@@ -185,9 +207,11 @@ setup_fs() { # arm rep dev mnt
 		echo "$arm expects $(arm_key_mode "$arm") keys, the kernel gives ${km%%$'\t'*}"
 		return 1
 	fi
-	err=$(ARM=$arm wl_probe "$mnt" 2>&1)
-	rc=$?
-	[ $rc = 0 ] || { echo "$err"; return $rc; }
+	if [ "$restore" = 0 ]; then
+		err=$(ARM=$arm wl_probe "$mnt" 2>&1)
+		rc=$?
+		[ $rc = 0 ] || { echo "$err"; return $rc; }
+	fi
 	{
 		printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" fs "$fs" "$arm" "$rep" mkfs "$mkfs" \
 			"$arm" "$rep" mount_cmd "mount -t $fs${opts:+ -o $opts} $dev $mnt" \
@@ -202,11 +226,18 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 # Prep and check every FIEMAP promise. Exits the whole run if one is broken.
 prep() { # arm rep mnt phases...
-	local arm=$1 rep=$2 mnt=$3 label path min max smin n shared line bad
+	local arm=$1 rep=$2 mnt=$3
 	shift 3
 	progress "prep (unmeasured)"
 	ARM=$arm wl_prep "$mnt" "$@" || { echo "bench: FAIL: prep failed for $arm rep $rep"; exit 1; }
 	sync
+	fiemap_check "$arm" "$rep" "$mnt" "$@"
+}
+
+# Every FIEMAP promise of the workload, one line each in extents.tsv.
+fiemap_check() { # arm rep mnt phases...
+	local arm=$1 rep=$2 mnt=$3 label path min max smin n shared line bad
+	shift 3
 	progress "FIEMAP check"
 	# (no process substitution: the guest has no /dev/fd)
 	wl_checks "$mnt" "$@" >/tmp/checks || { echo "bench: FAIL: $arm rep $rep: wl_checks failed"; exit 1; }
@@ -227,6 +258,69 @@ prep() { # arm rep mnt phases...
 	done </tmp/checks
 }
 
+# PREP=once: the save disk gets an ext4 with one sparse image per arm.
+save_init() {
+	mkdir -p "$save_dir"
+	mkfs.ext4 -q -F "$save_dev" >/tmp/mkfs-save.log 2>&1 && mount -t ext4 "$save_dev" "$save_dir" ||
+		{ cat /tmp/mkfs-save.log; echo "bench: FAIL: cannot make the save disk $save_dev"; exit 1; }
+}
+
+# Save the unmounted device of an arm: its non-zero 1 MiB blocks, in a
+# sparse image of the device's size (what is zero stays a hole).
+save_dev_image() { # arm dev
+	local img=$save_dir/$1.img t0=$SECONDS
+	dd if="$2" of="$img" bs=1M conv=sparse iflag=direct status=none ||
+		{ echo "bench: FAIL: cannot save $2 to $img"; exit 1; }
+	sync
+	printf '%s\t%s\t%s\t%s\n' "$1" saved "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
+}
+
+# The device of an arm back to the saved image, exactly: zero it
+# (BLKZEROOUT), then write the image's data blocks (dd seeks over its
+# holes); O_DIRECT, so nothing of it stays in the page cache.
+restore_dev() { # arm dev
+	local img=$save_dir/$1.img t0=$SECONDS
+	[ -f "$img" ] || { echo "no saved image $img"; return 1; }
+	blkdiscard -z "$2" 2>/tmp/zero.log || { cat /tmp/zero.log; return 1; }
+	dd if="$img" of="$2" bs=1M conv=sparse,notrunc,fsync oflag=direct status=none 2>/tmp/restore.log ||
+		{ cat /tmp/restore.log; return 1; }
+	printf '%s\t%s\t%s\t%s\n' "$1" restored "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
+}
+
+# PREP=once, the first run of an arm: make, probe, prep every phase's
+# files, check them, save the device. Returns 1 if the arm is skipped.
+prepare_arm() { # arm
+	local arm=$1 dev mnt=/mnt/bench-$1
+	dev=$(arm_dev "$arm")
+	mkdir -p "$mnt"
+	try_setup "$arm" prepare "$dev" "$mnt" || return 1
+	# shellcheck disable=SC2086 # one phase name per word
+	prep "$arm" prepare "$mnt" $phases $profile_phase
+	umount "$mnt" || { echo "bench: FAIL: cannot unmount $mnt after prep"; exit 1; }
+	progress "save the prepared filesystem"
+	save_dev_image "$arm" "$dev"
+	prepared[$arm]=1
+}
+
+# Make the arm's filesystem ready for one repetition (timed or profiled):
+# PREP=each: fresh mkfs and prep of PHASES; PREP=once: prepare the arm the
+# first time, then restore and check. Returns 1 if the arm is skipped.
+ready_fs() { # arm rep dev mnt phases...
+	local arm=$1 rep=$2 dev=$3 mnt=$4
+	shift 4
+	if [ "$PREP" = each ]; then
+		try_setup "$arm" "$rep" "$dev" "$mnt" || return 1
+		prep "$arm" "$rep" "$mnt" "$@"
+		return 0
+	fi
+	if [ -z "${prepared[$arm]:-}" ]; then
+		prepare_arm "$arm" || return 1
+	fi
+	progress "restore the prepared filesystem"
+	try_setup "$arm" "$rep" "$dev" "$mnt" 1 || return 1
+	fiemap_check "$arm" "$rep" "$mnt" "$@"
+}
+
 run_phases() { # arm rep mnt dir
 	local arm=$1 rep=$2 mnt=$3 dir=$4 phase
 	mkdir -p "$dir"
@@ -239,16 +333,19 @@ run_phases() { # arm rep mnt dir
 }
 
 # Try the arm; on "cannot run" mark it skipped for the rest of the run.
-try_setup() { # arm rep dev mnt
+try_setup() { # arm rep dev mnt [restore]
 	local arm=$1 rep=$2 why rc
-	why=$(setup_fs "$arm" "$rep" "$3" "$4")
+	why=$(setup_fs "$arm" "$rep" "$3" "$4" "${5:-0}")
 	rc=$?
 	why=${why//$'\n'/ }    # one line: it goes into arms.tsv and the report
 	case $rc in
 	0) return 0 ;;
 	3) skipped[$arm]=$why
 	   printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$out/arms.tsv"
-	   if [ "$rep" = profiled ]; then
+	   if [ "$rep" = prepare ]; then
+		[ "$cur_rep" = profiled ] && total=$(( total - 1 )) ||
+			total=$(( total - (REPS - ${cur_rep%%/*} + 1) - (PROFILE ? 1 : 0) ))
+	   elif [ "$rep" = profiled ]; then
 		total=$(( total - 1 ))
 	   else
 		total=$(( total - (REPS - rep + 1) - (PROFILE ? 1 : 0) ))
@@ -265,8 +362,8 @@ timed_run() { # arm rep
 	dev=$(arm_dev "$arm")
 	mkdir -p "$mnt"
 	[ -n "${skipped[$arm]:-}" ] && return
-	try_setup "$arm" "$rep" "$dev" "$mnt" || return
-	prep "$arm" "$rep" "$mnt" $phases
+	# shellcheck disable=SC2086 # one phase name per word
+	ready_fs "$arm" "$rep" "$dev" "$mnt" $phases || return
 	run_phases "$arm" "$rep" "$mnt" "$out/raw/$arm/rep$rep"
 	printf '%s\t%s\n' "$arm" "$rep" >>"$out/order.tsv"
 	umount "$mnt"
@@ -289,8 +386,7 @@ profiled_run() { # arm
 	[ -n "${skipped[$arm]:-}" ] && return
 	dev=$(arm_dev "$arm")
 	mkdir -p "$pdir" "$mnt"
-	try_setup "$arm" profiled "$dev" "$mnt" || return
-	prep "$arm" profiled "$mnt" "$ph"
+	ready_fs "$arm" profiled "$dev" "$mnt" "$ph" || return
 	progress "profile: $ph under bpftrace and perf stat"
 	bpftrace -f json -o "$pdir/bpftrace.json" /job/profiles/bench.bt >"$pdir/bpftrace.err" 2>&1 &
 	bt=$!
@@ -314,6 +410,7 @@ profiled_run() { # arm
 	run_done
 }
 
+[ "$PREP" = once ] && save_init
 for rep in $(seq 1 "$REPS"); do
 	for arm in $ARMS; do
 		timed_run "$arm" "$rep"

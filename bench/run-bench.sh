@@ -15,6 +15,9 @@ REPS=${REPS:-5}
 ARMS=${ARMS:-$ALL_ARMS}
 ARMS=${ARMS//,/ }	# "a,b" and "a b" both work
 PROFILE=${PROFILE:-1}
+# once: prepare each arm's files once and restore the prepared filesystem
+# before every rep; each: a fresh mkfs and preparation for every rep.
+PREP=${PREP:-once}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
 # Test of the regression check only: slow every per-extent lookup down by
 # this many microseconds (fscrypto.extent_lookup_delay_us, patch 0018).
@@ -33,7 +36,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -41,6 +44,7 @@ for a in $ARMS; do
 	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS)"
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
+case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;; esac
 case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
@@ -61,6 +65,7 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "REPS=$REPS"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
+	echo "PREP=$PREP"
 	echo "INJECT_LOOKUP_DELAY_US=$INJECT_LOOKUP_DELAY_US"
 	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET; do
 		[ -n "${!v:-}" ] && echo "$v=${!v}"
@@ -70,12 +75,15 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 nr_arms=$(echo $ARMS | wc -w)
 scratch=()
 for _ in $ARMS; do scratch+=(--scratch 2G); done
+# PREP=once: the save disk, after the arms' disks (sparse images of the
+# prepared filesystems: only their non-zero blocks use space)
+[ "$PREP" = once ] && scratch+=(--scratch 12G)
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
 # shellcheck source=/dev/null # the workload is picked at run time; tests/host/bench-workloads.sh loads each one
 est=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null; echo "${EST_ARM_RUN_S:-120}")
 runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
-echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE kernel=$(basename "$KERNEL")"
+echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE prep=$PREP kernel=$(basename "$KERNEL")"
 echo "bench: $runs arm runs, expected about $(( (runs * est + 30) / 60 )) min under TCG ($est s per arm run, less for arms found unsupported)"
 echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 append="slab_nomerge"

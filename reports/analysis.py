@@ -204,7 +204,8 @@ def load_scaling(run):
     if phases:
         counts = {}
         for c in run["meta"].get("extent_checks") or []:
-            if isinstance(c, dict) and c.get("rep") != "profiled":
+            if isinstance(c, dict) and c.get("rep") not in ("profiled",
+                                                             "prepare"):
                 counts.setdefault((c.get("arm"), c.get("label")),
                                   []).append(c.get("extents"))
         reads = {}

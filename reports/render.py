@@ -57,6 +57,30 @@ def section_verdicts(doc, res):
     doc.ul(v["text"] for v in res["verdicts"])
 
 
+def prep_text(meta):
+    """How the reps were made independent (meta "prep", "saves")."""
+    prep = meta.get("prep")
+    if prep == "each":
+        return ("each rep on a fresh mkfs with its own preparation (the "
+                "workload's fixed seeds make the files alike)")
+    if prep == "once":
+        sv = [s for s in meta.get("saves") or [] if s.get("what") == "saved"]
+        rs = [s for s in meta.get("saves") or []
+              if s.get("what") == "restored"]
+        size = (f"; images of {', '.join(str(s['kib'] // 1024) + ' MiB' for s in sv)}"
+                if sv else "")
+        took = (f"; a restore took {min(s['seconds'] for s in rs)}-"
+                f"{max(s['seconds'] for s in rs)} s" if rs else "")
+        return ("each arm prepared once (mkfs, files, FIEMAP check), its "
+                "device saved; before every rep the device is zeroed and "
+                "the saved image written back, so every rep starts from "
+                "the same on-disk state, then a fresh mount, the key added "
+                "again, the FIEMAP check again and caches dropped before "
+                "each phase: reps are independent in mount, cache and run "
+                "order, not in the layout of the files" + size + took)
+    return None
+
+
 def section_run(doc, run):
     meta = run["meta"]
     info = meta.get("run_info") or {}
@@ -66,6 +90,7 @@ def section_run(doc, run):
         ("what it does", meta.get("description")),
         ("date", meta.get("date")),
         ("reps per arm", meta.get("reps")),
+        ("how reps were made", prep_text(meta)),
         ("phases", ", ".join(run["phases"])),
         ("kernel release", info.get("kernel_release")),
         ("kernel series hash", info.get("kernel_series_hash")),
@@ -305,9 +330,9 @@ def section_fragmentation(doc, res):
             r = rows.setdefault(key, {"extents": [], "shared": [],
                                       "promise": promise,
                                       "path": c.get("path", "")})
-            r["extents"].append(f"{c.get('extents')}"
-                                + (" (profiled)" if c.get("rep") ==
-                                   "profiled" else ""))
+            tag = {"profiled": " (profiled)",
+                   "prepare": " (prepared)"}.get(c.get("rep"), "")
+            r["extents"].append(f"{c.get('extents')}{tag}")
             r["shared"].append(str(c.get("shared", 0)))
         doc.table(["arm", "file", "extents per rep", "shared extents",
                    "promise"],

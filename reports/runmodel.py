@@ -371,7 +371,8 @@ def collect(vm, job, run):
         if len(row) != 9:
             raise RunError(f"extents.tsv: bad line {row!r}")
         arm, rep, label, count, shared, lo, hi, slo, path = row
-        check = {"arm": arm, "rep": rep if rep == "profiled" else int(rep),
+        check = {"arm": arm,
+                 "rep": rep if rep in ("profiled", "prepare") else int(rep),
                  "label": label, "extents": int(count),
                  "shared": int(shared or 0),
                  "min": int(lo) if lo.isdigit() else None,
@@ -381,6 +382,8 @@ def collect(vm, job, run):
         checks.append(check)
         if rep == "profiled":
             profiled.setdefault(arm, {})[label] = int(count)
+        elif rep == "prepare":
+            pass  # the preparation's own check; the reps check again
         elif not any(c["arm"] == arm and c["rep"] == check["rep"]
                      for c in checks[:-1]):
             extents.setdefault(arm, []).append(int(count))
@@ -390,8 +393,15 @@ def collect(vm, job, run):
     for name in sorted(os.listdir(wl_dir)):
         with open(os.path.join(wl_dir, name), encoding="utf-8") as f:
             jobfiles[name] = f.read()
+    saves = [{"arm": a, "what": w, "kib": int(k), "seconds": int(t)}
+             for a, w, k, t in _read_tsv(os.path.join(bench, "saves.tsv"))]
     meta = {
         "format": FORMAT,
+        # how reps were made: "once" (each arm prepared once, its
+        # filesystem restored before every rep) or "each" (fresh mkfs and
+        # preparation per rep); saves: what was saved and restored
+        "prep": _guest_text(bench, "prep-mode"),
+        "saves": saves,
         "workload": workload,
         "date": run_info.get("date", ""),
         "reps": int(env["REPS"]),

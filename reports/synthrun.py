@@ -130,7 +130,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             "fio_version": "fio-3.33",
             "jobfiles": {ph + ".fio": f"[{ph}]\nrw={ph}\nfilename=/mnt/test/file\n"
                          for ph in PHASES},
-            "min_extents": 16384}
+            "min_extents": 16384, "prep": "once", "saves": []}
     if a.scaling_phases:
         meta["workload"] = "scaling"
         meta["extent_checks"] = [

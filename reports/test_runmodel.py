@@ -46,14 +46,19 @@ def fake_guest(root, facts_extra=(), fmt="2"):
         os.path.join(bench, "profile-phase"): "seqread\n",
         os.path.join(bench, "fio-version"): "fio-3.33\n",
         os.path.join(bench, "min-extents"): "16384\n",
+        os.path.join(bench, "prep-mode"): "once\n",
+        os.path.join(bench, "saves.tsv"):
+            "btrfs-extent\tsaved\t90112\t14\n"
+            "btrfs-extent\trestored\t90112\t6\n",
         os.path.join(bench, "order.tsv"):
             "btrfs-extent\t1\nbtrfs-inode\t1\n",
         os.path.join(bench, "arms.tsv"):
             "ext4-inode\tskipped\text4 says no\n"
             "btrfs-extent\tmeasured\t\nbtrfs-inode\tmeasured\t\n",
         os.path.join(bench, "extents.tsv"): "".join(
-            f"{a}\t1\tfrag\t17000\t0\t16384\t-\t0\t/mnt/bench-{a}/bench/frag\n"
-            for a in ("btrfs-extent", "btrfs-inode")),
+            f"{a}\t{r}\tfrag\t17000\t0\t16384\t-\t0\t/mnt/bench-{a}/bench/frag\n"
+            for a in ("btrfs-extent", "btrfs-inode")
+            for r in ("prepare", "1")),
     }
     facts = []
     for arm, dev, opt, mode in (
@@ -107,6 +112,18 @@ class Collect(unittest.TestCase):
                          "per-extent")
         self.assertEqual(meta["arms"]["ext4-inode"],
                          {"status": "skipped", "reason": "ext4 says no"})
+        # the preparation's FIEMAP check is kept, not counted as a rep
+        self.assertEqual(meta["extent_counts"]["btrfs-inode"], [17000])
+        self.assertEqual([c["rep"] for c in meta["extent_checks"]
+                          if c["arm"] == "btrfs-inode"], ["prepare", 1])
+        self.assertEqual(meta["prep"], "once")
+        self.assertEqual(meta["saves"][1], {"arm": "btrfs-extent",
+                                            "what": "restored",
+                                            "kib": 90112, "seconds": 6})
+        doc = render.Doc()
+        render.section_run(doc, M.load_run(run_dir))
+        self.assertIn("each arm prepared once", doc.to_md())
+        self.assertIn("a restore took 6-6 s", doc.to_md())
         run = M.load_run(run_dir)
         self.assertEqual(run["measured"], ["btrfs-extent", "btrfs-inode"])
         self.assertEqual(M.bw_by_rep(run, "btrfs-inode", "seqread"),

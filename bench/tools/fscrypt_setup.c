@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fscrypt_setup MOUNTPOINT DIR: add the lab's test master key to the
+ * fscrypt_setup [-k] MOUNTPOINT DIR: add the lab's test master key to the
  * filesystem and set a v2 policy (AES-256-XTS, AES-256-CTS) on the empty
- * directory DIR, then print the policy the kernel reports back for DIR
+ * directory DIR (with -k: only add the key, DIR is already encrypted with
+ * it, as on a restored filesystem), then print the policy the kernel
+ * reports back for DIR
  * (FS_IOC_GET_ENCRYPTION_POLICY_EX), as the bench records it:
  *   policy v2 contents=1 filenames=4 flags=0x2 keys=per-file
  * keys= is what the policy flags select: per-file (a key derived per file,
@@ -23,12 +25,14 @@ int main(int argc, char **argv)
 	struct fscrypt_get_policy_ex_arg got;
 	const char *keys;
 	unsigned int flags;
+	int key_only = argc == 4 && strcmp(argv[1], "-k") == 0;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s MOUNTPOINT DIR\n", argv[0]);
+	if (argc != 3 && !key_only) {
+		fprintf(stderr, "usage: %s [-k] MOUNTPOINT DIR\n", argv[0]);
 		return 1;
 	}
-	if (lab_add_key(argv[1], 1, id) || lab_set_policy(argv[2], id)) {
+	argv += key_only;
+	if (lab_add_key(argv[1], 1, id) || (!key_only && lab_set_policy(argv[2], id))) {
 		int err = errno;
 
 		fprintf(stderr, "fscrypt_setup: %s: %s\n", argv[2], strerror(err));
