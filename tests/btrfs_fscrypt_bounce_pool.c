@@ -29,9 +29,15 @@
  * and every file must read back byte-exact, again after a remount.
  *
  * On btrfs with the default mount options (per-extent keys) and with
- * fscrypt_per_inode_keys; control: the same on ext4, which encrypts page by
- * page (fscrypt_encrypt_pagecache_blocks(), GFP_NOWAIT for all but a bio's
- * first page, submitting what it has) and so must not hang either.
+ * fscrypt_per_inode_keys.  What shows that the knob discriminates is the
+ * series itself: with the old 0008 (every bounce page of a bio may wait on
+ * the pool) both btrfs cases hang here, with the fix both finish in seconds
+ * (README, "Review findings").  ext4 is no control: under this knob it
+ * hangs on both kernels, because with unwritten extents (dioread_nolock,
+ * the default) it frees the bounce pages of submitted bios only when the
+ * whole io_end completes, i.e. after the writeback call that is waiting for
+ * a bounce page; real memory pressure lets the pool's own allocations
+ * reclaim, the knob does not.
  *
  * Keys, names and contents are random per run.
  */
@@ -317,10 +323,6 @@ out:
 
 int main(void)
 {
-	static const struct lab_fscrypt_fs ext4 = {
-		.name = "ext4",
-		.mkfs_cmd = "mkfs.ext4 -q -F -O encrypt",
-	};
 	static const struct lab_fscrypt_fs btrfs_extent = {
 		.name = "btrfs",
 		.mkfs_cmd = "mkfs.btrfs -q -f",
@@ -352,10 +354,7 @@ int main(void)
 	printf("# %s = %s, num_prealloc_crypto_pages = %s\n", KNOB, knob_orig,
 	       pool);
 
-	/* The control first: if ext4 hung too, the knob setup would be wrong. */
-	fs_case(&ext4, "ext4 (control)", dev, mnt);
-	if (!stuck)
-		fs_case(&btrfs_extent, "btrfs, default mount options", dev, mnt);
+	fs_case(&btrfs_extent, "btrfs, default mount options", dev, mnt);
 	if (!stuck && access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0)
 		fs_case(&btrfs_inode, "btrfs, " LAB_BTRFS_PER_INODE_KEYS_OPT,
 			dev, mnt);

@@ -144,12 +144,22 @@ static void make_zoned_device(void)
 	}
 	powered = 1;
 
-	PATHF(path, "%s/index", nullb);
-	idx = read_file(path, &len);
-	if (!idx)
-		lab_die("read %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
-	PATHF(dev, "/dev/nullb%d", atoi(idx));
-	free(idx);
+	/*
+	 * The disk is named after the configfs directory on this kernel
+	 * ("null_blk: disk labzoned created"); older ones named it
+	 * nullb<index>.
+	 */
+	if (access("/sys/block/" NULLB_NAME, F_OK) == 0) {
+		PATHF(dev, "/dev/%s", NULLB_NAME);
+	} else {
+		PATHF(path, "%s/index", nullb);
+		idx = read_file(path, &len);
+		if (!idx)
+			lab_die("read %s: " LAB_ERR_FMT, path,
+				LAB_ERR_ARGS(errno));
+		PATHF(dev, "/dev/nullb%d", atoi(idx));
+		free(idx);
+	}
 	PATHF(path, "/sys/block/%s/queue/zoned", dev + 5);
 	idx = read_file(path, &len);
 	if (!idx)
