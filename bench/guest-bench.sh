@@ -265,25 +265,22 @@ save_init() {
 		{ cat /tmp/mkfs-save.log; echo "bench: FAIL: cannot make the save disk $save_dev"; exit 1; }
 }
 
-# Save the unmounted device of an arm: its non-zero 1 MiB blocks, in a
-# sparse image of the device's size (what is zero stays a hole).
+# Save the unmounted device of an arm: its non-zero 64 KiB blocks, in a
+# sparse image of the device's size (devimage save; zero blocks stay holes).
 save_dev_image() { # arm dev
 	local img=$save_dir/$1.img t0=$SECONDS
-	dd if="$2" of="$img" bs=1M conv=sparse iflag=direct status=none ||
-		{ echo "bench: FAIL: cannot save $2 to $img"; exit 1; }
-	sync
+	devimage save "$2" "$img" >/tmp/devimage.log 2>&1 ||
+		{ cat /tmp/devimage.log; echo "bench: FAIL: cannot save $2 to $img"; exit 1; }
 	printf '%s\t%s\t%s\t%s\n' "$1" saved "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
 }
 
-# The device of an arm back to the saved image, exactly: zero it
-# (BLKZEROOUT), then write the image's data blocks (dd seeks over its
-# holes); O_DIRECT, so nothing of it stays in the page cache.
+# The device of an arm back to the saved image, exactly (devimage restore:
+# zero the device, write the image's data blocks, O_DIRECT, so nothing of
+# it stays in the page cache).
 restore_dev() { # arm dev
 	local img=$save_dir/$1.img t0=$SECONDS
 	[ -f "$img" ] || { echo "no saved image $img"; return 1; }
-	blkdiscard -z "$2" 2>/tmp/zero.log || { cat /tmp/zero.log; return 1; }
-	dd if="$img" of="$2" bs=1M conv=sparse,notrunc,fsync oflag=direct status=none 2>/tmp/restore.log ||
-		{ cat /tmp/restore.log; return 1; }
+	devimage restore "$img" "$2" >/tmp/devimage.log 2>&1 || { cat /tmp/devimage.log; return 1; }
 	printf '%s\t%s\t%s\t%s\n' "$1" restored "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
 }
 
