@@ -67,6 +67,7 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
+#include "crc32c.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -95,29 +96,6 @@
 #define BLK_SIZE 4096
 
 static const char *dev, *mnt;
-
-/* ---- crc32c (Castagnoli), as btrfs checksums its metadata --------------- */
-
-static uint32_t crc32c(const unsigned char *p, size_t len)
-{
-	static uint32_t table[256];
-	uint32_t crc = ~0u;
-	size_t i;
-
-	if (!table[1]) {
-		for (i = 0; i < 256; i++) {
-			uint32_t c = (uint32_t)i;
-			int k;
-
-			for (k = 0; k < 8; k++)
-				c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-			table[i] = c;
-		}
-	}
-	for (i = 0; i < len; i++)
-		crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
 
 static uint32_t get_le32(const unsigned char *p)
 {
@@ -310,7 +288,7 @@ static int read_tree_block(uint64_t start, unsigned char *blk,
 		      (unsigned long long)start))
 		return 0;
 	return !memcmp(blk + HDR_FSID, sb + HDR_FSID, 16) &&
-	       get_le32(blk) == crc32c(blk + 32, nodesize - 32);
+	       get_le32(blk) == lab_crc32c(blk + 32, nodesize - 32);
 }
 
 /*
@@ -416,7 +394,7 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 		    memcmp(blk + in, needle, len) ||
 		    !edit(blk, nodesize, in, arg))
 			continue;
-		put_le32(blk, crc32c(blk + 32, nodesize - 32));
+		put_le32(blk, lab_crc32c(blk + 32, nodesize - 32));
 		if (!CHECK_OK(raw_write_sync(dev, start, blk, nodesize),
 			      "rewrite tree block at %llu",
 			      (unsigned long long)start))
