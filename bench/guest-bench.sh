@@ -265,12 +265,52 @@ save_init() {
 		{ cat /tmp/mkfs-save.log; echo "bench: FAIL: cannot make the save disk $save_dev"; exit 1; }
 }
 
-# Save the unmounted device of an arm: its non-zero 64 KiB blocks, in a
-# sparse image of the device's size (devimage save; zero blocks stay holes).
-save_dev_image() { # arm dev
-	local img=$save_dir/$1.img t0=$SECONDS
-	devimage save "$2" "$img" >/tmp/devimage.log 2>&1 ||
-		{ cat /tmp/devimage.log; echo "bench: FAIL: cannot save $2 to $img"; exit 1; }
+# Byte ranges ("START LENGTH") of the blocks an unmounted ext4 has in use:
+# all of its blocks but the free ones dumpe2fs lists per group (the block
+# bitmaps: superblock backups, descriptors, inode tables, journal, data).
+ext4_used_ranges() { # dev
+	dumpe2fs "$1" 2>/dev/null | awk '
+		/^Block count:/ { count = $3 }
+		/^Block size:/ { bs = $3 }
+		/^  Free blocks: [0-9]/ {
+			sub(/^  Free blocks: /, "")
+			n = split($0, r, /, */)
+			for (i = 1; i <= n; i++) {
+				split(r[i], ab, "-")
+				a = ab[1]; b = (2 in ab) ? ab[2] : ab[1]
+				free[++nf] = a; freeend[nf] = b
+			}
+		}
+		END {
+			if (!count || !bs) exit 1
+			pos = 0	# the first block not yet listed
+			for (i = 1; i <= nf; i++) {
+				if (free[i] > pos) printf "%d %d\n", pos * bs, (free[i] - pos) * bs
+				pos = freeend[i] + 1
+			}
+			if (pos < count) printf "%d %d\n", pos * bs, (count - pos) * bs
+		}'
+}
+
+# Save the unmounted device of an arm in a sparse image of the device's
+# size, reading only what the filesystem can have written (reading all of
+# a 2 GiB scratch disk took 170 s under TCG): ext4: its blocks in use
+# (ext4_used_ranges); btrfs: the stripes of its chunks, the
+# first MiB and the superblock mirror (devimage btrfs-ranges, on a
+# read-only mount, so the list is that of the unmounted filesystem);
+# blocks of zeros stay holes. The device was all zeros before the mkfs.
+save_dev_image() { # arm dev mnt
+	local arm=$1 dev=$2 mnt=$3 img=$save_dir/$1.img t0=$SECONDS
+	case $(arm_fs "$arm") in
+	ext4)
+		{ ext4_used_ranges "$dev" >/tmp/ranges && devimage save "$dev" "$img" /tmp/ranges; } \
+			>/tmp/devimage.log 2>&1 ;;
+	btrfs)
+		{ mount -t btrfs -o ro "$dev" "$mnt" && devimage btrfs-ranges "$mnt" >/tmp/ranges &&
+			umount "$mnt" && devimage save "$dev" "$img" /tmp/ranges; } >/tmp/devimage.log 2>&1 ;;
+	*)
+		devimage save "$dev" "$img" >/tmp/devimage.log 2>&1 ;;
+	esac || { cat /tmp/devimage.log; echo "bench: FAIL: cannot save $dev to $img"; exit 1; }
 	printf '%s\t%s\t%s\t%s\n' "$1" saved "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
 }
 
@@ -295,7 +335,7 @@ prepare_arm() { # arm
 	prep "$arm" prepare "$mnt" $phases $profile_phase
 	umount "$mnt" || { echo "bench: FAIL: cannot unmount $mnt after prep"; exit 1; }
 	progress "save the prepared filesystem"
-	save_dev_image "$arm" "$dev"
+	save_dev_image "$arm" "$dev" "$mnt"
 	prepared[$arm]=1
 }
 
