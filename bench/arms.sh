@@ -1,78 +1,63 @@
 # shellcheck shell=bash
-# Benchmark arms: how each one makes, mounts and encrypts its filesystem.
-# Sourced by bench/guest-bench.sh (in the guest) and bench/run-bench.sh
-# (for the arm names only: what an arm did is recorded by the guest).
-#
-#   btrfs-extent  btrfs, fscrypt with per-extent keys (the default for new
-#                 encrypted files, patch 0017)
-#   btrfs-inode   btrfs, fscrypt with per-inode keys, selected by the mount
-#                 option below
-#   btrfs-plain   btrfs, unencrypted
-#   ext4-inode    ext4, upstream fscrypt (per-inode keys)
-#   ext4-plain    ext4, unencrypted
-ALL_ARMS="btrfs-extent btrfs-inode btrfs-plain ext4-inode ext4-plain"
+# Benchmark arms as data: one file per arm, bench/arms/<arm>.conf (KEY=value
+# lines, no shell expansion; also read by reports/runmodel.py):
+#   ORDER                 display and run order
+#   DESCRIPTION           what the arm is
+#   FS, MKFS              filesystem type and mkfs command (the device is appended)
+#   MOUNT_OPTS            mount options
+#   MOUNT_OPTS_ONLY_WITH  a file: MOUNT_OPTS only if the kernel has it
+#   ENCRYPTED             1: an fscrypt v2 policy on the bench directory
+#   KEY_MODE              the key mode the kernel must report (per-extent,
+#                         per-inode, none); the guest fails the run otherwise
+#   REQUIRES, UNSUPPORTED a file the kernel must have, and the skip reason if not
+#   TUNING                shell command after mounting (@DEV@: the device name)
+#   REFERENCE, COMPARISON the reference arm of this one and what A/B tells
+#   COMPARISON_ORDER      the order of the comparisons in the report (1: main)
+# Sourced by bench/guest-bench.sh (in the guest: /job/bench/arms.sh with
+# /job/bench/arms/) and bench/run-bench.sh (arm names only). ARM_FEATURE_ROOT
+# prefixes the feature files (tests/host/bench-workloads.sh).
+arms_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/arms
 
-# A kernel with per-extent keys for btrfs advertises them in sysfs, and then
-# needs the mount option for per-inode keys. On a kernel without that file
-# (the series up to 0016) btrfs has per-inode keys only: btrfs-inode needs
-# no option and btrfs-extent is skipped, since measuring per-inode keys
-# under the btrfs-extent label would be a fake result.
-BTRFS_EXTENT_KEYS_FEATURE=/sys/fs/btrfs/features/encrypt_extent_keys
-BTRFS_PER_INODE_KEYS_OPT=fscrypt_per_inode_keys
-
-arm_fs() { echo "${1%%-*}"; }
-
-arm_encrypted() {
-	case $1 in *-plain) return 1 ;; *) return 0 ;; esac
+arm_get() { # arm KEY: the value, quotes removed ("" if unset)
+	sed -n "s/^$2=//p" "$arms_dir/$1.conf" 2>/dev/null | head -n 1 | sed 's/^"\(.*\)"$/\1/'
 }
 
-arm_mkfs() {
-	case $1 in
-	btrfs-*) echo "mkfs.btrfs -q -f" ;;
-	ext4-inode) echo "mkfs.ext4 -q -F -O encrypt" ;;
-	ext4-*) echo "mkfs.ext4 -q -F" ;;
-	esac
-}
-
-arm_mount_opts() {
-	case $1 in
-	btrfs-inode) [ -e "$BTRFS_EXTENT_KEYS_FEATURE" ] && echo "$BTRFS_PER_INODE_KEYS_OPT" ;;
-	*) echo "" ;;
-	esac
-}
-
-# The key mode the arm measures; the guest checks that the kernel reports
-# it (/proc/mounts, the policy read back) and fails the run otherwise.
-arm_key_mode() {
-	case $1 in
-	btrfs-extent) echo per-extent ;;
-	*-plain) echo none ;;
-	*) echo per-inode ;;
-	esac
-}
-
-# Prints why this kernel cannot run the arm, and fails if it can.
-arm_unsupported() {
-	case $1 in
-	btrfs-extent)
-		[ -e "$BTRFS_EXTENT_KEYS_FEATURE" ] && return 1
-		echo "btrfs on this kernel encrypts with per-inode keys only (no $BTRFS_EXTENT_KEYS_FEATURE)" ;;
-	*) return 1 ;;
-	esac
-}
+ALL_ARMS=$(for f in "$arms_dir"/*.conf; do
+	n=$(basename "$f" .conf)
+	echo "$(arm_get "$n" ORDER) $n"
+done | sort -n | cut -d' ' -f2 | xargs)
 
 valid_arm() {
 	case " $ALL_ARMS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
 }
 
-# Tuning after mount, recorded in the report with the mkfs and mount options.
-# ext4's inode preallocation lays a large file's blocks out by logical
-# offset, so random writes would still give a few long extents. Treating
-# every request as small makes ext4 allocate blocks in the order they are
-# written (locality-group preallocation), so the file really fragments.
+arm_fs() { arm_get "$1" FS; }
+arm_mkfs() { arm_get "$1" MKFS; }
+arm_key_mode() { arm_get "$1" KEY_MODE; }
+arm_encrypted() { [ "$(arm_get "$1" ENCRYPTED)" = 1 ]; }
+
+arm_mount_opts() {
+	local only
+	only=$(arm_get "$1" MOUNT_OPTS_ONLY_WITH)
+	if [ -n "$only" ] && [ ! -e "${ARM_FEATURE_ROOT:-}$only" ]; then
+		echo ""
+	else
+		arm_get "$1" MOUNT_OPTS
+	fi
+}
+
+# Prints why this kernel cannot run the arm, and fails if it can.
+arm_unsupported() {
+	local req
+	req=$(arm_get "$1" REQUIRES)
+	[ -z "$req" ] && return 1
+	[ -e "${ARM_FEATURE_ROOT:-}$req" ] && return 1
+	arm_get "$1" UNSUPPORTED
+	return 0
+}
+
 arm_tuning() { # arm [dev]
-	case $1 in
-	ext4-*) echo "echo 1000000 > /sys/fs/ext4/${2:-<dev>}/mb_stream_req" ;;
-	*) echo "" ;;
-	esac
+	local t
+	t=$(arm_get "$1" TUNING)
+	echo "${t//@DEV@/${2:-<dev>}}"
 }

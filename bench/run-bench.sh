@@ -56,7 +56,7 @@ vm=$run/vm
 # barely disturb each other) and reports.collect reads this run's bench.env.
 job=$run/job
 mkdir -p "$job/bench" "$run"
-cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$job/bench/"
+cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$top/bench/arms" "$job/bench/"
 cp -r "$top/profiles" "$job/profiles"
 cp -r "$top/build/bench/tools" "$job/tools"
 install -m 0755 "$top/bench/guest-bench.sh" "$job/run"

@@ -27,21 +27,43 @@ from reports import labstats as L
 # meta.json's "format". Bump both sides together when either changes.
 FORMAT = 2
 
+# The arms are data: bench/arms/<arm>.conf (KEY=value lines, see
+# bench/arms.sh), read here for their order and their comparisons.
+ARMS_DIR = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "bench", "arms")
+
+
+def read_arm_specs(arms_dir=ARMS_DIR):
+    """{arm: {KEY: value}} of bench/arms/*.conf, in ORDER."""
+    specs = {}
+    for name in sorted(os.listdir(arms_dir)):
+        if not name.endswith(".conf"):
+            continue
+        spec = {}
+        with open(os.path.join(arms_dir, name), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r'([A-Z_]+)=(?:"(.*)"|(.*))$', line.rstrip("\n"))
+                if m:
+                    spec[m.group(1)] = (m.group(2) if m.group(2) is not None
+                                        else m.group(3))
+        specs[name[:-5]] = spec
+    return dict(sorted(specs.items(),
+                       key=lambda kv: (int(kv[1].get("ORDER", 99)), kv[0])))
+
+
+ARM_SPECS = read_arm_specs()
+
 # Arms in display order; arms with other names are shown after these.
-KNOWN_ARMS = ["btrfs-extent", "btrfs-inode", "btrfs-plain",
-              "ext4-inode", "ext4-plain"]
+KNOWN_ARMS = list(ARM_SPECS)
 
-# (arm A, reference arm B, what A/B tells). Each arm is the A side of at
-# most one comparison, so that B is "the reference" of A in the tables.
-COMPARISONS = [
-    ("btrfs-extent", "btrfs-inode",
-     "per-extent vs per-inode keys on btrfs (the main comparison)"),
-    ("btrfs-inode", "btrfs-plain", "cost of per-inode encryption on btrfs"),
-    ("ext4-inode", "ext4-plain", "cost of per-inode encryption on ext4"),
-    ("btrfs-plain", "ext4-plain", "btrfs vs ext4, both unencrypted"),
-]
-
-
+# (arm A, reference arm B, what A/B tells), from the arms' REFERENCE and
+# COMPARISON, in COMPARISON_ORDER. Each arm is the A side of at most one
+# comparison, so that B is "the reference" of A in the tables; the first
+# is the main one.
+COMPARISONS = [(a, s["REFERENCE"], s.get("COMPARISON", ""))
+               for a, s in sorted(ARM_SPECS.items(), key=lambda kv: int(
+                   kv[1].get("COMPARISON_ORDER", 99)))
+               if s.get("REFERENCE")]
 REFERENCE = {a: b for a, b, _ in COMPARISONS}
 
 

@@ -18,6 +18,12 @@ import os
 
 import numpy as np
 
+from reports import runmodel as M
+
+# made-up relative throughput of each arm (btrfs-inode = 1)
+SPEED = {"btrfs-extent": 0.985, "btrfs-inode": 1.0, "btrfs-plain": 1.10,
+         "ext4-inode": 1.05, "ext4-plain": 1.15}
+
 
 def arm_facts(arm, fs, mkfs, enc, i):
     """What a guest records for a measured arm (facts.tsv), as a kernel
@@ -55,13 +61,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     rng = np.random.default_rng(a.seed)
     scale = {k: float(v) for k, v in (s.split("=") for s in a.scale)}
     skip = set(filter(None, a.skip.split(",")))
-    ARMS = {  # fs, mkfs, encrypted, relative speed
-        "btrfs-extent": ("btrfs", "mkfs.btrfs -f", True, 0.985),
-        "btrfs-inode": ("btrfs", "mkfs.btrfs -f", True, 1.0),
-        "btrfs-plain": ("btrfs", "mkfs.btrfs -f", False, 1.10),
-        "ext4-inode": ("ext4", "mkfs.ext4 -O encrypt", True, 1.05),
-        "ext4-plain": ("ext4", "mkfs.ext4", False, 1.15),
-    }
+    # the lab's arms (bench/arms/*.conf): fs, mkfs, encrypted, and a made-up
+    # relative speed
+    ARMS = {a: (spec["FS"], spec["MKFS"], spec.get("ENCRYPTED") == "1",
+                SPEED[a]) for a, spec in M.ARM_SPECS.items()}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
               "randwrite": ("write", 4e6, 4096)}
     if a.scaling_phases:

@@ -181,6 +181,28 @@ class Collect(unittest.TestCase):
         with self.assertRaisesRegex(M.RunError, "run format None"):
             M.load_run(run_dir)
 
+    def test_arms_are_data(self):
+        # the lab's own arm files: order and comparisons, main one first
+        self.assertEqual(M.KNOWN_ARMS, ["btrfs-extent", "btrfs-inode",
+                                        "btrfs-plain", "ext4-inode",
+                                        "ext4-plain"])
+        self.assertEqual((M.MAIN_A, M.MAIN_B), ("btrfs-extent",
+                                                "btrfs-inode"))
+        self.assertEqual(M.ARM_SPECS["btrfs-inode"]["MOUNT_OPTS"],
+                         "fscrypt_per_inode_keys")
+        # a directory of other arms: read as they are
+        d = os.path.join(self.root, "arms")
+        os.makedirs(d)
+        for name, text in (("b.conf", 'ORDER=2\nFS=x\nREFERENCE=a\n'
+                                      'COMPARISON="b over a"\n'),
+                           ("a.conf", "ORDER=1\nFS=y\n"),
+                           ("notes.txt", "ORDER=0\n")):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        specs = M.read_arm_specs(d)
+        self.assertEqual(list(specs), ["a", "b"])
+        self.assertEqual(specs["b"]["COMPARISON"], "b over a")
+
     def test_baseline_records_no_absolute_path(self):
         run_dir = os.path.join(self.root, "20261204-020000-fragmented")
         synthrun.make_run(run_dir, reps=5)

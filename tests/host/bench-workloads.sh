@@ -104,6 +104,36 @@ same "key mode: unencrypted btrfs (the option is shown on every mount)" "$(key_m
 same "arm key modes" "$(. "$top/bench/arms.sh"; for a in $ALL_ARMS; do arm_key_mode "$a"; done | xargs)" \
 	"per-extent per-inode none per-inode none"
 
+echo "== arms (bench/arms/*.conf through bench/arms.sh), known answers"
+arm_all() { # feature-root: every arm's fs, mkfs, mount options, encrypted, key mode, unsupported, tuning
+	(
+		ARM_FEATURE_ROOT=$1
+		# shellcheck source=bench/arms.sh
+		. "$top/bench/arms.sh"
+		for a in $ALL_ARMS; do
+			printf '%s|%s|%s|%s|%s|%s|%s\n' "$a" "$(arm_fs "$a")" "$(arm_mkfs "$a")" "$(arm_mount_opts "$a")" \
+				"$(arm_encrypted "$a" && echo enc || echo plain)" "$(arm_key_mode "$a")" "$(arm_tuning "$a" vdq)"
+			why=$(arm_unsupported "$a") && echo "$a unsupported: $why"
+		done
+		valid_arm btrfs-inode && ! valid_arm btrfs-nope && echo "valid_arm ok"
+	)
+}
+feat=$(mktemp -d)
+mkdir -p "$feat/sys/fs/btrfs/features"
+touch "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
+same "arms on a kernel with per-extent keys" "$(arm_all "$feat")" "btrfs-extent|btrfs|mkfs.btrfs -q -f||enc|per-extent|
+btrfs-inode|btrfs|mkfs.btrfs -q -f|fscrypt_per_inode_keys|enc|per-inode|
+btrfs-plain|btrfs|mkfs.btrfs -q -f||plain|none|
+ext4-inode|ext4|mkfs.ext4 -q -F -O encrypt||enc|per-inode|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
+ext4-plain|ext4|mkfs.ext4 -q -F||plain|none|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
+valid_arm ok"
+rm -f "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
+same "arms on a kernel without (btrfs-extent skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)')" \
+	"btrfs-extent|btrfs|mkfs.btrfs -q -f||enc|per-extent|
+btrfs-extent unsupported: btrfs on this kernel encrypts with per-inode keys only (no /sys/fs/btrfs/features/encrypt_extent_keys)
+btrfs-inode|btrfs|mkfs.btrfs -q -f||enc|per-inode|"
+rm -rf "$feat"
+
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
 else
