@@ -63,7 +63,10 @@
  * turned into an unknown key type (an encrypted inode without a context),
  * and, with per-extent keys, encryption 2 -> 0 with the item cut to 53
  * bytes (an unencrypted extent in an encrypted file; the kernel must fail
- * the read too).  Without the patched btrfs-progs the test skips, saying so.
+ * the read too).  On the inode without a context, `btrfs check --repair`
+ * must refuse, saying so, and leave it as it was (a read-only check then
+ * reports the same).  Without the patched btrfs-progs the test skips,
+ * saying so.
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
@@ -1212,6 +1215,30 @@ static int edit_ctx_key_type(unsigned char *blk, uint32_t nodesize, size_t in,
 	return 1;
 }
 
+/*
+ * `btrfs check --repair` cannot rebuild a context without the key, and any
+ * repair it knows (a new inode item, relinking) would expose ciphertext as
+ * plaintext: it must refuse, name the inode and exit non-zero.
+ */
+static void expect_repair_refused(const char *what, uint64_t ino)
+{
+	char want[128];
+	char *out = NULL;
+	int st;
+
+	snprintf(want, sizeof(want), "inode %llu is encrypted (fscrypt): not repairing",
+		 (unsigned long long)ino);
+	printf("%s: btrfs check --repair must refuse: \"%s\"\n", what, want);
+	st = lab_btrfs_progs_output("check --repair --force", dev, &out);
+	if (st != -1) {
+		CHECK(st != 0, "%s: btrfs check --repair exited 0", what);
+		CHECK(strstr(out, want) != NULL,
+		      "%s: btrfs check --repair did not say \"%s\" (output above)",
+		      what, want);
+	}
+	free(out);
+}
+
 static void test_missing_context(void)
 {
 	const char *what = "encrypted inode without its context item";
@@ -1237,6 +1264,9 @@ static void test_missing_context(void)
 	printf("%s: changed %d tree block cop%s (key type 41 -> %d)\n", what, n,
 	       n == 1 ? "y" : "ies", UNKNOWN_KEY_TYPE);
 	expect_check_finds(what, st.st_ino,
+			   ": encrypted inode (flag ENCRYPT) has no fscrypt context item");
+	expect_repair_refused(what, st.st_ino);
+	expect_check_finds("after the refused repair", st.st_ino,
 			   ": encrypted inode (flag ENCRYPT) has no fscrypt context item");
 }
 

@@ -87,13 +87,21 @@ static int need_patched_progs(const char *what)
 	lab_skip("cannot check %s with btrfs check: %s", what, why);
 }
 
-int lab_btrfs_check_output(const char *dev, char **out)
+int lab_btrfs_progs_output(const char *args, const char *dev, char **out)
 {
+	char cmd[256];
+
 	if (!need_patched_progs(dev)) {
 		*out = calloc(1, 1);
 		return -1;
 	}
-	return lab_run_capture("btrfs check --readonly", dev, out);
+	PATHF(cmd, "btrfs %s", args);
+	return lab_run_capture(cmd, dev, out);
+}
+
+int lab_btrfs_check_output(const char *dev, char **out)
+{
+	return lab_btrfs_progs_output("check --readonly", dev, out);
 }
 
 int lab_btrfs_check_clean(const char *dev, const char *what)

@@ -51,4 +51,10 @@ int lab_btrfs_check_clean(const char *dev, const char *what);
  */
 int lab_btrfs_check_output(const char *dev, char **out);
 
+/*
+ * `btrfs @args @dev` (e.g. "check --repair --force"), gated like
+ * lab_btrfs_check_output(): its exit status and output.
+ */
+int lab_btrfs_progs_output(const char *args, const char *dev, char **out);
+
 #endif /* BTRFS_PROGS_H */
