@@ -122,6 +122,7 @@ fetch_pristine() {
 	# (dh_autoreconf): the shipped configure is stale.  debian/ stays.
 	(cd "$dir" && ./autogen.sh) >"$BUILD/progs-autogen.log" 2>&1 ||
 		{ tail -n 20 "$BUILD/progs-autogen.log" >&2; die "autogen.sh failed (autoconf, automake installed?)"; }
+	rm -rf "$dir/autom4te.cache"	# autoconf's cache, not source
 	git -C "$dir" init -q -b lab
 	git -C "$dir" config gc.auto 0
 	git -C "$dir" add -A -f .
