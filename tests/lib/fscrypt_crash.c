@@ -321,25 +321,12 @@ static void cr_check_content(const struct cr_ctx *c, const struct cr_record *rec
 /* Run the checker, log its output; 0 ok, 1 refused (tolerated), -1 failed. */
 static int cr_fsck(const char *cmd, const char *dev, const char *refusal)
 {
-	char full[512], line[1024];
-	int refused = 0, st;
-	FILE *p;
+	char *out = NULL;
+	int refused, st;
 
-	PATHF(full, "%s %s 2>&1", cmd, dev);
-	printf("+ %s\n", full);
-	fflush(stdout);
-	p = popen(full, "r");
-	if (!p) {
-		printf("popen failed: " LAB_ERR_FMT "\n", LAB_ERR_ARGS(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), p)) {
-		printf("  fsck| %s", line);
-		if (refusal && strstr(line, refusal))
-			refused = 1;
-	}
-	st = pclose(p);
-	st = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	st = lab_run_capture(cmd, dev, &out);
+	refused = refusal && out && strstr(out, refusal);
+	free(out);
 	printf("  fsck exit status %d\n", st);
 	if (st == 0)
 		return 0;
