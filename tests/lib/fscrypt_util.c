@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 
@@ -30,20 +31,14 @@ int lab_ioctl_path(const char *path, unsigned long cmd, void *arg)
 int lab_add_key(const char *path, uint32_t seed,
 		uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE])
 {
-	struct {
-		struct fscrypt_add_key_arg arg;
-		uint8_t raw[LAB_MASTER_KEY_SIZE];
-	} k;
-	int ret;
+	uint8_t raw[LAB_MASTER_KEY_SIZE];
+	int ret, e;
 
-	memset(&k, 0, sizeof(k));
-	k.arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
-	k.arg.raw_size = LAB_MASTER_KEY_SIZE;
-	lab_master_key(k.raw, seed);
-	ret = lab_ioctl_path(path, FS_IOC_ADD_ENCRYPTION_KEY, &k.arg);
-	if (!ret)
-		memcpy(id, k.arg.key_spec.u.identifier, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	memset(k.raw, 0, sizeof(k.raw));
+	lab_master_key(raw, seed);
+	ret = lab_add_raw_key(path, raw, sizeof(raw), id);
+	e = errno;
+	memset(raw, 0, sizeof(raw));
+	errno = e;
 	return ret;
 }
 
