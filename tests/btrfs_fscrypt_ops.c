@@ -66,14 +66,6 @@ static int extent_keys;
 /* sv/enc: the encrypted directory; sv/plain: an unencrypted one. */
 static char sv[PATH_MAX], enc[PATH_MAX], plain[PATH_MAX];
 
-static unsigned char *pattern(size_t len, uint32_t seed)
-{
-	unsigned char *buf = lab_xmalloc(len);
-
-	fill_pattern(buf, len, seed);
-	return buf;
-}
-
 static void drop_caches(void)
 {
 	CHECK_OK(lab_drop_caches("3"), "drop caches");
@@ -101,7 +93,7 @@ static void test_names(void)
 {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], d[PATH_MAX], sub[PATH_MAX];
 	char lname[LONG_NAME_LEN + 1], lpath[PATH_MAX], p[PATH_MAX];
-	unsigned char *da = pattern(3 * BLK + 10, 1), *db = pattern(BLK, 2);
+	unsigned char *da = lab_pattern(3 * BLK + 10, 1), *db = lab_pattern(BLK, 2);
 	struct stat st;
 
 	PATHF(a, "%s/file-a", enc);
@@ -177,7 +169,7 @@ static int fiemap_flags_all(const char *path, unsigned int *flags_or)
 static void test_data(void)
 {
 	const size_t size = 8 * BLK;
-	unsigned char *model = pattern(size, 10), *part = pattern(BLK, 11);
+	unsigned char *model = lab_pattern(size, 10), *part = lab_pattern(BLK, 11);
 	unsigned char *dbuf;
 	char f[PATH_MAX], small[PATH_MAX];
 	unsigned int flags;
@@ -300,7 +292,7 @@ static int open_rw(const char *path)
 static void test_refusals(void)
 {
 	char e1[PATH_MAX], e2[PATH_MAX], p1[PATH_MAX], stream[PATH_MAX];
-	unsigned char *buf = pattern(4 * BLK, 20);
+	unsigned char *buf = lab_pattern(4 * BLK, 20);
 	struct fsverity_enable_arg va = {
 		.version = 1,
 		.hash_algorithm = FS_VERITY_HASH_ALG_SHA256,
@@ -450,7 +442,7 @@ static void test_sharing(void)
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], pi[PATH_MAX];
 	char enc2[PATH_MAX], other[PATH_MAX];
 	const size_t size = 6 * BLK;
-	unsigned char *da = pattern(size, 40), *expect = malloc(size);
+	unsigned char *da = lab_pattern(size, 40), *expect = malloc(size);
 	uint8_t key2[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	struct file_clone_range fcr = { 0 };
 	struct {
@@ -575,7 +567,7 @@ static void test_removal_keeps_data(void)
 {
 	char f[PATH_MAX];
 	const size_t half = 3 * BLK + 100;
-	unsigned char *d = pattern(2 * half, 50);
+	unsigned char *d = lab_pattern(2 * half, 50);
 	uint32_t flags = 0;
 	int fd;
 
@@ -649,7 +641,7 @@ static void test_snapshot_and_nokey(void)
 {
 	char snap[PATH_MAX], f[PATH_MAX], sf[PATH_MAX], name[NAME_MAX + 1];
 	char lname[LONG_NAME_LEN + 1], p[PATH_MAX], x[PATH_MAX];
-	unsigned char *data = pattern(5 * BLK + 7, 30);
+	unsigned char *data = lab_pattern(5 * BLK + 7, 30);
 	uint32_t flags = 0;
 	int fd;
 

@@ -22,15 +22,6 @@
 
 static const char *dev, *mnt;
 
-/* Buffer of @len bytes filled with fill_pattern(@seed). */
-static unsigned char *pattern(size_t len, uint32_t seed)
-{
-	unsigned char *buf = lab_xmalloc(len);
-
-	fill_pattern(buf, len, seed);
-	return buf;
-}
-
 /* Create @path with @len bytes and fsync it.  Returns 1 on success. */
 static int create_synced(const char *path, const void *buf, size_t len)
 {
@@ -63,7 +54,7 @@ static void drop_caches(void)
 static void test_big_file(void)
 {
 	size_t len = 4 * MiB + 1234;
-	unsigned char *buf = pattern(len, 1);
+	unsigned char *buf = lab_pattern(len, 1);
 	char path[PATH_MAX];
 
 	printf("== big file\n");
@@ -134,7 +125,7 @@ static void test_subvol_snapshot(void)
 {
 	size_t len = 256 * KiB + 77, mod_len = 8 * KiB;
 	off_t mod_off = 4 * KiB;
-	unsigned char *orig = pattern(len, 2), *mod = pattern(mod_len, 3);
+	unsigned char *orig = lab_pattern(len, 2), *mod = lab_pattern(mod_len, 3);
 	unsigned char *changed = lab_xmalloc(len);
 	struct snap_paths p;
 	struct stat st;
@@ -241,7 +232,7 @@ static int clone_range(int dst, int src, off_t src_off, size_t len,
 static void test_clone_range(int srcfd, const char *src, unsigned char *cur)
 {
 	const size_t off = 64 * KiB, len = 256 * KiB, size = 1 * MiB;
-	unsigned char *old = lab_xmalloc(len), *newdata = pattern(len, 5);
+	unsigned char *old = lab_xmalloc(len), *newdata = lab_pattern(len, 5);
 	char dst[PATH_MAX];
 	int dstfd;
 
@@ -287,7 +278,7 @@ static void test_clone_unaligned(int srcfd)
 static void test_clone_whole(int srcfd, const char *src, unsigned char *cur)
 {
 	const size_t size = 1 * MiB, len = 128 * KiB;
-	unsigned char *copy = lab_xmalloc(size), *newdata = pattern(len, 6);
+	unsigned char *copy = lab_xmalloc(size), *newdata = lab_pattern(len, 6);
 	char dst[PATH_MAX];
 	int dstfd;
 
@@ -318,7 +309,7 @@ out:
 static void test_reflink(void)
 {
 	const size_t size = 1 * MiB;
-	unsigned char *cur = pattern(size, 4);	/* current source content */
+	unsigned char *cur = lab_pattern(size, 4);	/* current source content */
 	char src[PATH_MAX];
 	int srcfd;
 

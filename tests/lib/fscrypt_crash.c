@@ -86,14 +86,6 @@ static void cr_sha256(const void *buf, size_t len, uint8_t out[32])
 		lab_die("EVP_Digest(SHA-256) failed");
 }
 
-static unsigned char *cr_pattern(uint32_t seed, size_t len)
-{
-	unsigned char *buf = lab_xmalloc(len);
-
-	fill_pattern(buf, len, seed);
-	return buf;
-}
-
 /* ---- what the superblock says ------------------------------------------------ */
 
 /* btrfs log_root on the device (0: no tree log), or -1 if not readable. */
@@ -158,7 +150,7 @@ static int cr_phase1(struct cr_ctx *c)
 	rec.size = CR_SIZE;
 	lab_random_hex(tag, 4);
 	PATHF(rec.name, "crash-%s-fsynced-then-crashed", tag);
-	data = cr_pattern(rec.seed, rec.size);
+	data = lab_pattern(rec.size, rec.seed);
 	cr_sha256(data, rec.size, rec.sha256);
 
 	lab_fscrypt_fs_setup(c->fs, c->dev, c->mnt, CR_MOUNT_OPTS, rec.key,
@@ -302,7 +294,7 @@ static void cr_check_content(const struct cr_ctx *c, const struct cr_record *rec
 	data = read_file(c->file, &len);
 	if (!CHECK(data != NULL, "reading %s: " LAB_ERR_FMT, c->file, LAB_ERR_ARGS(errno)))
 		return;
-	expect = cr_pattern(rec->seed, rec->size);
+	expect = lab_pattern(rec->size, rec->seed);
 	cr_sha256(data, len, sum);
 	printf("read back %zu bytes, SHA-256 %s (phase 1: %s)\n", len,
 	       lab_hex(a, sum, 32), lab_hex(b, rec->sha256, 32));

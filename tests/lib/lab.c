@@ -529,6 +529,14 @@ void fill_pattern(void *buf, size_t len, uint32_t seed)
 	}
 }
 
+unsigned char *lab_pattern(size_t len, uint32_t seed)
+{
+	unsigned char *buf = lab_xmalloc(len);
+
+	fill_pattern(buf, len, seed);
+	return buf;
+}
+
 void stamp_marker(void *buf, size_t len, const void *marker, size_t mlen,
 		  size_t stride)
 {

@@ -190,6 +190,9 @@ size_t lab_first_diff(const void *a, const void *b, size_t len);
  */
 void fill_pattern(void *buf, size_t len, uint32_t seed);
 
+/* A lab_xmalloc()ed buffer of @len bytes filled with fill_pattern(@seed). */
+unsigned char *lab_pattern(size_t len, uint32_t seed);
+
 /* Copy @marker at offsets 0, stride, 2*stride, ... while it fits in @buf. */
 void stamp_marker(void *buf, size_t len, const void *marker, size_t mlen,
 		  size_t stride);
