@@ -28,7 +28,6 @@
 #define SCRIPT "/job/profiles/fscrypt-tracepoints.bt"
 #define BENCH_SCRIPT "/job/profiles/bench.bt"
 #define BENCH_PROBES 7	/* the probes of bench.bt */
-#define HKDF_CONTEXT_EXTENT 9	/* fscrypt's HKDF context of extent keys */
 #define OUT "/tmp/bpftrace.json"
 #define NBLOCKS 8
 #define ATTACH_TIMEOUT_S 600	/* bpftrace compiles with LLVM: slow under TCG */
@@ -87,6 +86,16 @@ static long long map_value(const char *json, const char *map, const char *key)
 	if (!k || (end && k > end))
 		return -1;
 	return atoll(k + strlen(needle));
+}
+
+/* Check that @map[@key] in @json is at least @want; @who prefixes the message. */
+static void check_map_at_least(const char *json, const char *who,
+			       const char *map, const char *key, long long want)
+{
+	long long v = map_value(json, map, key);
+
+	CHECK(v >= want, "%s%s[%s] = %lld, want >= %lld", who, map, key, v,
+	      want);
 }
 
 /* What follows "@map": in the output (spaces skipped), or NULL. */
@@ -207,20 +216,17 @@ static void check_bench_bt(const char *dev, const char *mnt)
 	CHECK_FILE_EQUALS(file, data, sizeof(data));
 
 	json = stop_bpftrace(pid);
-	CHECK(map_value(json, "@crypt_blocks", "encrypt") >= NBLOCKS,
-	      "bench.bt: @crypt_blocks[encrypt] = %lld, want >= %d",
-	      map_value(json, "@crypt_blocks", "encrypt"), NBLOCKS);
-	CHECK(map_value(json, "@crypt_blocks", "decrypt") >= NBLOCKS,
-	      "bench.bt: @crypt_blocks[decrypt] = %lld, want >= %d",
-	      map_value(json, "@crypt_blocks", "decrypt"), NBLOCKS);
+	check_map_at_least(json, "bench.bt: ", "@crypt_blocks", "encrypt",
+			   NBLOCKS);
+	check_map_at_least(json, "bench.bt: ", "@crypt_blocks", "decrypt",
+			   NBLOCKS);
 	CHECK(has_hist(json, "@bio_bytes"), "bench.bt: no @bio_bytes histogram");
 	CHECK(has_hist(json, "@derive_ns"), "bench.bt: no @derive_ns histogram");
 	if (per_extent) {
 		/* every extent's key derived (on write) and looked up (on read) */
-		CHECK(map_value(json, "@derive_by_context", "9") >= NBLOCKS,
-		      "bench.bt: @derive_by_context[%d] = %lld, want >= %d",
-		      HKDF_CONTEXT_EXTENT,
-		      map_value(json, "@derive_by_context", "9"), NBLOCKS);
+		/* 9: fscrypt's HKDF context of extent keys */
+		check_map_at_least(json, "bench.bt: ", "@derive_by_context",
+				   "9", NBLOCKS);
 		CHECK(scalar_value(json, "@lookups") >= NBLOCKS,
 		      "bench.bt: @lookups = %lld, want >= %d",
 		      scalar_value(json, "@lookups"), NBLOCKS);
@@ -265,16 +271,10 @@ int main(void)
 	CHECK_FILE_EQUALS(file, data, sizeof(data));
 
 	json = stop_bpftrace(pid);
-	CHECK(map_value(json, "@blocks", "encrypt") >= NBLOCKS,
-	      "@blocks[encrypt] = %lld, want >= %d",
-	      map_value(json, "@blocks", "encrypt"), NBLOCKS);
-	CHECK(map_value(json, "@blocks", "decrypt") >= NBLOCKS,
-	      "@blocks[decrypt] = %lld, want >= %d",
-	      map_value(json, "@blocks", "decrypt"), NBLOCKS);
+	check_map_at_least(json, "", "@blocks", "encrypt", NBLOCKS);
+	check_map_at_least(json, "", "@blocks", "decrypt", NBLOCKS);
 	/* HKDF context 2: the new file's per-file key. */
-	CHECK(map_value(json, "@derive_by_context", "2") >= 1,
-	      "@derive_by_context[2] = %lld, want >= 1",
-	      map_value(json, "@derive_by_context", "2"));
+	check_map_at_least(json, "", "@derive_by_context", "2", 1);
 	free(json);
 	lab_umount(mnt);
 
