@@ -148,6 +148,39 @@ int lab_btrfs_file_extents(const char *path, uint64_t ino,
 	return 0;
 }
 
+int lab_fscrypt_extent_ctx_decode(const uint8_t *buf, size_t len,
+				  struct lab_fscrypt_extent_ctx *ctx)
+{
+	uint64_t nr;
+
+	memset(ctx, 0, sizeof(*ctx));
+	if (len < 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	ctx->version = buf[LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF];
+	ctx->mode = buf[LAB_FSCRYPT_EXTENT_CTX_MODE_OFF];
+	if (ctx->version == LAB_FSCRYPT_EXTENT_CTX_V1 &&
+	    len == LAB_FSCRYPT_EXTENT_CTX_V1_SIZE) {
+		ctx->id_off = LAB_FSCRYPT_EXTENT_CTX_V1_ID_OFF;
+		ctx->nonce_off = LAB_FSCRYPT_EXTENT_CTX_V1_NONCE_OFF;
+	} else if (ctx->version == LAB_FSCRYPT_EXTENT_CTX_V2 &&
+		   len == LAB_FSCRYPT_EXTENT_CTX_V2_SIZE) {
+		ctx->flags = buf[LAB_FSCRYPT_EXTENT_CTX_V2_FLAGS_OFF];
+		ctx->reserved = buf[LAB_FSCRYPT_EXTENT_CTX_V2_RESERVED_OFF];
+		ctx->id_off = LAB_FSCRYPT_EXTENT_CTX_V2_ID_OFF;
+		ctx->nonce_off = LAB_FSCRYPT_EXTENT_CTX_V2_NONCE_OFF;
+		memcpy(&nr, buf + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, sizeof(nr));
+		ctx->extent_nr = le64toh(nr);
+	} else {
+		errno = EINVAL;
+		return -1;
+	}
+	ctx->key_id = buf + ctx->id_off;
+	ctx->nonce = buf + ctx->nonce_off;
+	return 0;
+}
+
 int lab_btrfs_inode_flags(const char *path, uint64_t ino, uint64_t *flags)
 {
 	struct lab_btrfs_item *items;

@@ -10,9 +10,17 @@
  *  - btrfs_file_extent_item::encryption: 0 none (holes, inline extents),
  *    1 fscrypt with per-inode keys, 2 fscrypt with per-extent keys;
  *  - with encryption 2, the 53-byte file extent item of a regular or
- *    preallocated extent is followed by the extent's 34-byte fscrypt
- *    context: u8 version (1), u8 contents_encryption_mode,
- *    u8 master_key_identifier[16], u8 nonce[16].
+ *    preallocated extent is followed by the extent's fscrypt context, whose
+ *    first byte is its version:
+ *    - version 1 (a key per extent), 34 bytes: u8 version,
+ *      u8 contents_encryption_mode, u8 master_key_identifier[16],
+ *      u8 nonce[16];
+ *    - version 2 (a key per key group), 44 bytes: u8 version,
+ *      u8 contents_encryption_mode, u8 flags (0), u8 reserved (0),
+ *      u8 master_key_identifier[16], u8 key_nonce[16],
+ *      __le64 extent_nr (the extent's number in its group, < 2^32).
+ *    The key is HKDF(master, context 9, nonce); the IV of data unit b of
+ *    the extent is le64(b) || le64(extent_nr) (extent_nr 0 for version 1).
  *
  * Return convention as in lab.h: 0 on success, -1 with errno set.
  */
@@ -33,13 +41,41 @@
 #define LAB_BTRFS_FILE_EXTENT_SIZE		53
 #define LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF	17
 
-/* The fscrypt extent context (fs/crypto: struct fscrypt_extent_context). */
-#define LAB_FSCRYPT_EXTENT_CTX_SIZE		34
+/*
+ * The fscrypt extent contexts (fs/crypto: struct fscrypt_extent_context and
+ * fscrypt_extent_context_v2).  Offsets of the fields that both have, or of
+ * one version's (V1_/V2_).
+ */
 #define LAB_FSCRYPT_EXTENT_CTX_V1		1
+#define LAB_FSCRYPT_EXTENT_CTX_V2		2
+#define LAB_FSCRYPT_EXTENT_CTX_V1_SIZE		34
+#define LAB_FSCRYPT_EXTENT_CTX_V2_SIZE		44
+#define LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE		44
 #define LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF	0
 #define LAB_FSCRYPT_EXTENT_CTX_MODE_OFF		1
-#define LAB_FSCRYPT_EXTENT_CTX_ID_OFF		2
-#define LAB_FSCRYPT_EXTENT_CTX_NONCE_OFF	18
+#define LAB_FSCRYPT_EXTENT_CTX_V1_ID_OFF	2
+#define LAB_FSCRYPT_EXTENT_CTX_V1_NONCE_OFF	18
+#define LAB_FSCRYPT_EXTENT_CTX_V2_FLAGS_OFF	2
+#define LAB_FSCRYPT_EXTENT_CTX_V2_RESERVED_OFF	3
+#define LAB_FSCRYPT_EXTENT_CTX_V2_ID_OFF	4
+#define LAB_FSCRYPT_EXTENT_CTX_V2_NONCE_OFF	20
+#define LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF	36
+
+/* An extent context, decoded (lab_fscrypt_extent_ctx_decode()). */
+struct lab_fscrypt_extent_ctx {
+	uint8_t version, mode, flags, reserved;
+	const uint8_t *key_id;		/* 16 bytes, into the decoded buffer */
+	const uint8_t *nonce;		/* the key nonce, 16 bytes, likewise */
+	uint64_t extent_nr;		/* 0 for version 1 */
+	uint32_t id_off, nonce_off;	/* offsets of key_id and nonce */
+};
+
+/*
+ * Decode the @len-byte context at @buf by its version byte.  Fails with
+ * EINVAL if @len is not the size of that version, or the version is unknown.
+ */
+int lab_fscrypt_extent_ctx_decode(const uint8_t *buf, size_t len,
+				  struct lab_fscrypt_extent_ctx *ctx);
 
 /* One item: its key, the transid of its leaf, and a malloc()ed copy. */
 struct lab_btrfs_item {
@@ -68,11 +104,11 @@ struct lab_btrfs_file_extent {
 	/*
 	 * What follows the 53-byte item of a regular or preallocated extent
 	 * (the fscrypt extent context, if the item is sized for one): the
-	 * first up to LAB_FSCRYPT_EXTENT_CTX_SIZE bytes of it, and how many
-	 * bytes there are in all.
+	 * first up to LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE bytes of it, and how
+	 * many bytes there are in all.
 	 */
 	uint32_t tail_len;
-	uint8_t ctx[LAB_FSCRYPT_EXTENT_CTX_SIZE];
+	uint8_t ctx[LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE];
 };
 
 /*
