@@ -180,9 +180,19 @@ cmd_build() {
 			>"$BUILD/progs-configure.log" 2>&1 ||
 			{ tail -n 30 "$BUILD/progs-configure.log" >&2; die "configure failed; log: $BUILD/progs-configure.log"; }
 	fi
+	# btrfs-progs 6.2's Makefile writes its .deps without the objects as
+	# targets, so a changed header rebuilds nothing: when any header
+	# differs from the last build's, rebuild all objects (cheap with ccache).
+	local hdrs
+	hdrs=$(cd "$SRC" && git ls-files -z -- '*.h' | xargs -0 cat | sha256sum | cut -c1-16)
+	if [ "$(cat "$SRC/.git/lab-headers-built" 2>/dev/null)" != "$hdrs" ]; then
+		log "headers changed since the last build: make clean first"
+		make -C "$SRC" clean >/dev/null 2>&1 || true
+	fi
 	log "make btrfs.static mkfs.btrfs.static (-j$JOBS)"
 	make -C "$SRC" -j"$JOBS" V=0 btrfs.static mkfs.btrfs.static >"$BUILD/progs-build.log" 2>&1 ||
 		{ grep -E 'error|Error' "$BUILD/progs-build.log" | head -n 30 >&2; die "build failed; log: $BUILD/progs-build.log"; }
+	echo "$hdrs" >"$SRC/.git/lab-headers-built"
 	mkdir -p "$OUTDIR/bin"
 	install -m 0755 "$SRC/btrfs.static" "$OUTDIR/bin/btrfs.tmp"
 	install -m 0755 "$SRC/mkfs.btrfs.static" "$OUTDIR/bin/mkfs.btrfs.tmp"

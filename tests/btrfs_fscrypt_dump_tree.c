@@ -3,22 +3,34 @@
  * btrfs_fscrypt_dump_tree - what the image's patched `btrfs inspect-internal
  * dump-tree` prints of an encrypted btrfs is what the kernel wrote.
  *
- * With per-extent keys (skips unless the kernel advertises them), a file
- * made of several extents (four fsynced writes and an overwrite that splits
- * one) and a second file that shares two of them through FICLONERANGE at
- * another offset.  While mounted, the kernel's view: every file extent item
- * of both files (BTRFS_IOC_TREE_SEARCH_V2, lib/btrfs_items.c) with its
- * encryption and the key identifier and nonce of its extent context, and
- * each inode's context item (type 41) with its key identifier and nonce.
- * After unmounting, dump-tree of the filesystem tree must print exactly
- * those: the same items with the same encryption type, contexts of
- * version 1, the same key identifiers and nonces, decoded; the inode
- * contexts with FS_IOC_GET_ENCRYPTION_NONCE's nonce and the added key's
- * identifier.  Controls, so that the comparison cannot pass vacuously: at
- * least 4 distinct nonces among the first file's extents, the clone's
- * items carrying nonces of the first file's, and every item the kernel
- * showed found in the dump.  Then btrfs check must find the filesystem
- * clean.  Skips, saying so, without the patched btrfs-progs.
+ * With per-extent keys (skips unless the kernel advertises them), under the
+ * default mount options (key groups, v2 extent contexts): a file made of
+ * several extents (four fsynced writes and an overwrite that splits one), so
+ * that they share its key group's nonce under distinct extent numbers, and a
+ * second file that shares two of them through FICLONERANGE at another
+ * offset.  Then, remounted with fscrypt_extents_per_key=1, a third file of
+ * three fsynced writes: a key per extent, v1 contexts.
+ *
+ * While mounted, the kernel's view: every file extent item of the three
+ * files (BTRFS_IOC_TREE_SEARCH_V2, lib/btrfs_items.c), its encryption and
+ * its extent context decoded (lab_fscrypt_extent_ctx_decode(): version,
+ * size, mode, flags, key identifier, nonce, extent number), and each
+ * inode's context item (type 41) with its key identifier and nonce.  After
+ * unmounting, dump-tree of the filesystem tree must print exactly those:
+ * the same items with the same encryption, context version, size, mode and
+ * flags, key identifier, nonce (v2: key_nonce) and extent number (v2:
+ * extent_nr); the inode contexts with FS_IOC_GET_ENCRYPTION_NONCE's nonce
+ * and the added key's identifier.
+ *
+ * Controls, so that the comparison cannot pass vacuously: the first file's
+ * contexts are v2, and one nonce of it carries at least 4 distinct extent
+ * numbers (a key group); no (nonce, extent number) names two different disk
+ * extents (no IV space is reused); at least 2 of the clone's items carry
+ * the first file's (nonce, extent number) pairs and disk extents; the third
+ * file's contexts are v1 with at least 3 distinct nonces; and every item
+ * the kernel showed is found in the dump, decoded.  Then btrfs check must
+ * find the filesystem clean.  Skips, saying so, without the patched
+ * btrfs-progs (or ones that predate v2 extent contexts).
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
@@ -32,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -48,6 +61,9 @@ struct want {
 	uint64_t ino, offset;
 	int is_ctx;		/* inode context item, else file extent item */
 	unsigned encryption;
+	/* file extent items: the extent context decoded */
+	unsigned version, size, mode, flags;
+	uint64_t extent_nr, disk_bytenr;
 	char key[33], nonce[33];
 	int found, matched;
 };
@@ -57,10 +73,9 @@ static size_t nwants;
 
 static void write_piece(const char *path, off_t off, size_t len, uint32_t seed)
 {
-	unsigned char *buf = lab_xmalloc(len);
+	unsigned char *buf = lab_pattern(len, seed);
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 
-	fill_pattern(buf, len, seed);
 	if (!CHECK(fd >= 0, "open %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno)) ||
 	    !CHECK_OK(pwrite_all(fd, buf, len, off), "pwrite %s", path) ||
 	    !CHECK_OK(fsync(fd), "fsync %s", path))
@@ -101,14 +116,24 @@ static struct want *add_want(uint64_t ino, uint64_t offset, int is_ctx)
 	return w;
 }
 
-/* The kernel's view of @path: its context item and file extent items. */
-static size_t learn(const char *path, const uint8_t id[16],
-		    char nonces[][33], size_t max_nonces)
+/* Is @w a decoded file extent item of @ino (of any file: 0)? */
+static int is_extent_of(const struct want *w, uint64_t ino)
+{
+	return !w->is_ctx && w->version && (!ino || w->ino == ino);
+}
+
+/*
+ * The kernel's view of @path: its context item and file extent items, each
+ * with a context of @want_version.  Returns the inode number (0 if unknown).
+ */
+static uint64_t learn(const char *path, const uint8_t id[16],
+		      unsigned want_version)
 {
 	struct lab_btrfs_file_extent *fe = NULL;
 	struct lab_btrfs_item *items = NULL;
+	struct lab_fscrypt_extent_ctx ctx;
 	uint8_t nonce[16];
-	size_t n = 0, nfe = 0, i, k, distinct = 0;
+	size_t n = 0, nfe = 0, i;
 	char idhex[33], nhex[33];
 	struct want *w;
 	struct stat st;
@@ -137,44 +162,150 @@ static size_t learn(const char *path, const uint8_t id[16],
 
 	if (!CHECK_OK(lab_btrfs_file_extents(path, st.st_ino, &fe, &nfe),
 		      "TREE_SEARCH of the file extent items of %s", path))
-		return 0;
+		return st.st_ino;
 	for (i = 0; i < nfe; i++) {
 		w = add_want(st.st_ino, fe[i].file_offset, 0);
 		w->encryption = fe[i].encryption;
 		if (!CHECK(fe[i].encryption == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
-			   fe[i].item_size == LAB_BTRFS_FILE_EXTENT_SIZE + LAB_FSCRYPT_EXTENT_CTX_SIZE,
-			   "%s: item at %llu: encryption %u, %u bytes; expected a per-extent item",
+			   fe[i].item_size == LAB_BTRFS_FILE_EXTENT_SIZE + fe[i].tail_len &&
+			   lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &ctx) == 0,
+			   "%s: item at %llu: encryption %u, %u bytes, context version %u; expected a per-extent item with a v1 or v2 context",
 			   path, (unsigned long long)fe[i].file_offset, fe[i].encryption,
-			   fe[i].item_size))
+			   fe[i].item_size, fe[i].tail_len ? fe[i].ctx[0] : 0))
 			continue;
-		lab_hex(w->key, fe[i].ctx + LAB_FSCRYPT_EXTENT_CTX_ID_OFF, 16);
-		lab_hex(w->nonce, fe[i].ctx + LAB_FSCRYPT_EXTENT_CTX_NONCE_OFF, 16);
-		printf("kernel: ino %llu extent at %llu (disk %llu +%llu) key %s nonce %s\n",
+		w->version = ctx.version;
+		w->size = fe[i].tail_len;
+		w->mode = ctx.mode;
+		w->flags = ctx.flags;
+		w->extent_nr = ctx.extent_nr;
+		w->disk_bytenr = fe[i].disk_bytenr;
+		lab_hex(w->key, ctx.key_id, 16);
+		lab_hex(w->nonce, ctx.nonce, 16);
+		printf("kernel: ino %llu extent at %llu (disk %llu +%llu) v%u key %s nonce %s extent_nr %llu\n",
 		       (unsigned long long)st.st_ino, (unsigned long long)fe[i].file_offset,
 		       (unsigned long long)fe[i].disk_bytenr,
-		       (unsigned long long)fe[i].offset, w->key, w->nonce);
-		for (k = 0; k < distinct; k++)
-			if (!strcmp(nonces[k], w->nonce))
-				break;
-		if (k == distinct && distinct < max_nonces)
-			strcpy(nonces[distinct++], w->nonce);
+		       (unsigned long long)fe[i].offset, w->version, w->key, w->nonce,
+		       (unsigned long long)w->extent_nr);
+		CHECK(w->version == want_version,
+		      "%s: item at %llu has a v%u extent context, expected v%u",
+		      path, (unsigned long long)w->offset, w->version, want_version);
+		CHECK(strcmp(w->key, idhex) == 0,
+		      "%s: item at %llu: extent context key %s is not the added key %s",
+		      path, (unsigned long long)w->offset, w->key, idhex);
+		CHECK(w->version == LAB_FSCRYPT_EXTENT_CTX_V2 || w->extent_nr == 0,
+		      "%s: item at %llu: v1 context with extent number %llu",
+		      path, (unsigned long long)w->offset,
+		      (unsigned long long)w->extent_nr);
 	}
 	free(fe);
-	return distinct;
+	return st.st_ino;
+}
+
+/* Distinct extent numbers of @ino's extents under the nonce of @w. */
+static size_t group_size(uint64_t ino, const struct want *w)
+{
+	uint64_t seen[MAX_ITEMS];
+	size_t n = 0, k;
+	struct want *v;
+
+	for (v = wants; v < wants + nwants; v++) {
+		if (!is_extent_of(v, ino) || strcmp(v->nonce, w->nonce))
+			continue;
+		for (k = 0; k < n && seen[k] != v->extent_nr; k++)
+			;
+		if (k == n)
+			seen[n++] = v->extent_nr;
+	}
+	return n;
+}
+
+/* Distinct nonces among @ino's extents. */
+static size_t distinct_nonces(uint64_t ino)
+{
+	struct want *v, *u;
+	size_t n = 0;
+
+	for (v = wants; v < wants + nwants; v++) {
+		if (!is_extent_of(v, ino))
+			continue;
+		/* the first of @ino's extents with this nonce */
+		for (u = wants; u < v; u++)
+			if (is_extent_of(u, ino) && !strcmp(u->nonce, v->nonce))
+				break;
+		n += u == v;
+	}
+	return n;
 }
 
 /*
- * Parse dump-tree's output: items "key (INO TYPE OFF)", then for extent
- * items "extent encryption N (...)" and "extent context master_key_identifier
- * HEX nonce HEX", for context items "master_key_identifier HEX nonce HEX".
+ * Controls on the kernel's view: key groups in @a, no (nonce, extent
+ * number) on two disk extents anywhere, the clone @b sharing @a's
+ * extents, v1 keys of their own in @c.
+ */
+static void check_groups(uint64_t a, uint64_t b, uint64_t c)
+{
+	size_t biggest = 0, shared = 0, n;
+	struct want *v, *u;
+
+	for (v = wants; v < wants + nwants; v++) {
+		n = is_extent_of(v, a) ? group_size(a, v) : 0;
+		if (n > biggest)
+			biggest = n;
+	}
+	for (v = wants; v < wants + nwants; v++)
+		for (u = v + 1; u < wants + nwants; u++)
+			if (is_extent_of(v, 0) && is_extent_of(u, 0) &&
+			    !strcmp(u->nonce, v->nonce) &&
+			    u->extent_nr == v->extent_nr)
+				CHECK(u->disk_bytenr == v->disk_bytenr,
+				      "nonce %s extent_nr %llu names disk extents %llu (ino %llu at %llu) and %llu (ino %llu at %llu): an IV space used twice",
+				      v->nonce, (unsigned long long)v->extent_nr,
+				      (unsigned long long)v->disk_bytenr,
+				      (unsigned long long)v->ino,
+				      (unsigned long long)v->offset,
+				      (unsigned long long)u->disk_bytenr,
+				      (unsigned long long)u->ino,
+				      (unsigned long long)u->offset);
+	for (v = wants; v < wants + nwants; v++) {
+		if (!is_extent_of(v, b))
+			continue;
+		for (u = wants; u < wants + nwants; u++)
+			if (is_extent_of(u, a) && !strcmp(u->nonce, v->nonce) &&
+			    u->extent_nr == v->extent_nr &&
+			    u->disk_bytenr == v->disk_bytenr)
+				break;
+		shared += u < wants + nwants;
+	}
+	printf("ino %llu: %zu distinct extent numbers under one nonce; ino %llu: %zu items sharing ino %llu's extents; ino %llu: %zu distinct nonces\n",
+	       (unsigned long long)a, biggest, (unsigned long long)b, shared,
+	       (unsigned long long)a, (unsigned long long)c, distinct_nonces(c));
+	CHECK(biggest >= 4,
+	      "ino %llu: at most %zu extents under one key nonce, expected a key group of at least 4 (four fsynced writes and an overwrite)",
+	      (unsigned long long)a, biggest);
+	CHECK(shared >= 2,
+	      "ino %llu: %zu items with ino %llu's nonce, extent number and disk extent, expected the 2 cloned extents' (FICLONERANGE shares extents)",
+	      (unsigned long long)b, shared, (unsigned long long)a);
+	CHECK(distinct_nonces(c) >= 3,
+	      "ino %llu: %zu distinct extent nonces, expected at least 3 (three fsynced writes with fscrypt_extents_per_key=1)",
+	      (unsigned long long)c, distinct_nonces(c));
+}
+
+/*
+ * Parse dump-tree's output: items "key (INO TYPE OFF)"; for extent items
+ * "extent encryption N (...)", "extent context version V size S
+ * contents_mode M (...)[ flags 0xF]" and "extent context
+ * master_key_identifier HEX nonce HEX" (v1) or "... key_nonce HEX
+ * extent_nr N" (v2); for context items "master_key_identifier HEX nonce
+ * HEX".
  */
 static void compare_dump(const char *out)
 {
 	const char *next = out;
 	char line[1024], type[64], key[64], nonce[64];
-	unsigned long long ino = 0, off = 0;
-	unsigned enc = 0;
+	unsigned long long ino = 0, off = 0, nr;
+	unsigned enc = 0, ver, size, mode, flags;
 	struct want *cur = NULL;
+	const char *f;
 	size_t i;
 
 	while (lab_next_line(&next, line, sizeof(line))) {
@@ -202,17 +333,45 @@ static void compare_dump(const char *out)
 			      enc, cur->encryption);
 			continue;
 		}
+		if (!cur->is_ctx &&
+		    sscanf(line, " extent context version %u size %u contents_mode %u",
+			   &ver, &size, &mode) == 3) {
+			f = strstr(line, " flags 0x");
+			flags = f ? (unsigned)strtoul(f + 9, NULL, 16) : 0;
+			CHECK(ver == cur->version && size == cur->size &&
+			      mode == cur->mode && flags == cur->flags &&
+			      (f != NULL) == (ver == LAB_FSCRYPT_EXTENT_CTX_V2),
+			      "dump-tree: ino %llu extent at %llu: context version %u size %u mode %u flags %s0x%x; the kernel's: version %u size %u mode %u flags 0x%x",
+			      (unsigned long long)cur->ino, (unsigned long long)cur->offset,
+			      ver, size, mode, f ? "" : "(none) ", flags, cur->version,
+			      cur->size, cur->mode, cur->flags);
+			continue;
+		}
+		if (!cur->is_ctx &&
+		    sscanf(line, " extent context master_key_identifier %63s key_nonce %63s extent_nr %llu",
+			   key, nonce, &nr) == 3) {
+			if (CHECK(cur->version == LAB_FSCRYPT_EXTENT_CTX_V2 &&
+				  !strcmp(key, cur->key) && !strcmp(nonce, cur->nonce) &&
+				  nr == cur->extent_nr,
+				  "dump-tree: ino %llu extent at %llu: key %s key_nonce %s extent_nr %llu; the kernel's: v%u key %s nonce %s extent_nr %llu",
+				  (unsigned long long)cur->ino, (unsigned long long)cur->offset,
+				  key, nonce, nr, cur->version, cur->key, cur->nonce,
+				  (unsigned long long)cur->extent_nr))
+				cur->matched = 1;
+			continue;
+		}
 		if ((!cur->is_ctx &&
 		     sscanf(line, " extent context master_key_identifier %63s nonce %63s",
 			    key, nonce) == 2) ||
 		    (cur->is_ctx &&
 		     sscanf(line, " master_key_identifier %63s nonce %63s", key, nonce) == 2)) {
-			if (CHECK(!strcmp(key, cur->key) && !strcmp(nonce, cur->nonce),
-				  "dump-tree: ino %llu %s at %llu: key %s nonce %s; the kernel's: key %s nonce %s",
+			if (CHECK((cur->is_ctx || cur->version == LAB_FSCRYPT_EXTENT_CTX_V1) &&
+				  !strcmp(key, cur->key) && !strcmp(nonce, cur->nonce),
+				  "dump-tree: ino %llu %s at %llu: key %s nonce %s (v1); the kernel's: v%u key %s nonce %s",
 				  (unsigned long long)cur->ino,
 				  cur->is_ctx ? "context" : "extent",
 				  (unsigned long long)cur->offset, key, nonce,
-				  cur->key, cur->nonce))
+				  cur->version, cur->key, cur->nonce))
 				cur->matched = 1;
 			continue;
 		}
@@ -231,10 +390,10 @@ static void compare_dump(const char *out)
 
 int main(void)
 {
-	char dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX], why[256];
-	char an[16][33], bn[16][33];
+	char dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], why[256];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
-	size_t na, nb, i, k, shared = 0, matched = 0;
+	uint64_t ia, ib, ic;
+	size_t i, matched = 0, v1 = 0, v2 = 0;
 	char *out = NULL;
 	int st;
 
@@ -251,12 +410,16 @@ int main(void)
 	PATHF(dir, "%s/enc", mnt);
 	PATHF(a, "%s/pieces", dir);
 	PATHF(b, "%s/clone", dir);
+	PATHF(c, "%s/perkey", dir);
 	if (!CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key") ||
 	    !CHECK_OK(mkdir(dir, 0755), "mkdir %s", dir) ||
 	    !CHECK_OK(lab_set_policy(dir, id), "set policy on %s", dir))
 		lab_die("cannot make the encrypted directory");
 
-	/* four fsynced writes: four extents; then one overwrite splits one */
+	/*
+	 * Default options, key groups: four fsynced writes, four extents of
+	 * a's group; then one overwrite splits one (a fifth extent).
+	 */
 	for (i = 0; i < 4; i++)
 		write_piece(a, (off_t)(i * 4 * BLK), 4 * BLK, 0xd1u + (uint32_t)i);
 	write_piece(a, 9 * BLK, BLK, 0xd9u);
@@ -264,19 +427,18 @@ int main(void)
 	write_piece(b, 0, BLK, 0xdbu);
 	clone_range(a, 2 * BLK, b, 3 * BLK, 4 * BLK);
 	sync();
+	/* A key per extent (v1 contexts) for what is written from now on. */
+	if (!CHECK_OK(mount(dev, mnt, "btrfs", MS_REMOUNT, "fscrypt_extents_per_key=1"),
+		      "remount %s with fscrypt_extents_per_key=1", mnt))
+		lab_die("cannot remount");
+	for (i = 0; i < 3; i++)
+		write_piece(c, (off_t)(i * 2 * BLK), 2 * BLK, 0xe1u + (uint32_t)i);
+	sync();
 
-	na = learn(a, id, an, 16);
-	nb = learn(b, id, bn, 16);
-	for (i = 0; i < nb; i++)
-		for (k = 0; k < na; k++)
-			if (!strcmp(bn[i], an[k]))
-				shared++;
-	printf("%zu distinct nonces in %s, %zu in %s, %zu of those shared with %s\n",
-	       na, a, nb, b, shared, a);
-	CHECK(na >= 4, "%s: %zu distinct extent nonces, expected at least 4 (four fsynced writes and an overwrite)",
-	      a, na);
-	CHECK(shared >= 2, "%s: %zu of its nonces are %s's, expected the 2 cloned extents' (FICLONERANGE shares extents)",
-	      b, shared, a);
+	ia = learn(a, id, LAB_FSCRYPT_EXTENT_CTX_V2);
+	ib = learn(b, id, LAB_FSCRYPT_EXTENT_CTX_V2);
+	ic = learn(c, id, LAB_FSCRYPT_EXTENT_CTX_V1);
+	check_groups(ia, ib, ic);
 	if (!CHECK_OK(lab_umount(mnt), "umount %s", mnt))
 		lab_die("cannot unmount for dump-tree");
 
@@ -284,13 +446,18 @@ int main(void)
 	st = lab_run_capture("btrfs inspect-internal dump-tree -t 5", dev, &out);
 	CHECK(st == 0, "dump-tree exit status %d", st);
 	compare_dump(out);
-	for (i = 0; i < nwants; i++)
+	for (i = 0; i < nwants; i++) {
 		matched += wants[i].matched;
-	printf("%zu of %zu items (context and file extent items of both files) printed by dump-tree with the kernel's key identifier and nonce\n",
-	       matched, nwants);
-	CHECK(nwants >= 2 + 6, "only %zu items learnt from the kernel", nwants);
+		v1 += wants[i].matched && wants[i].version == LAB_FSCRYPT_EXTENT_CTX_V1;
+		v2 += wants[i].matched && wants[i].version == LAB_FSCRYPT_EXTENT_CTX_V2;
+	}
+	printf("%zu of %zu items (context and file extent items of the three files) printed by dump-tree as the kernel has them: %zu v2 extent contexts, %zu v1\n",
+	       matched, nwants, v2, v1);
+	CHECK(nwants >= 3 + 6 + 3, "only %zu items learnt from the kernel", nwants);
+	CHECK(v2 >= 6 && v1 >= 3, "%zu v2 and %zu v1 extent contexts compared, expected at least 6 and 3",
+	      v2, v1);
 	free(out);
 
-	lab_btrfs_check_clean(dev, "the filesystem with the reflinked files");
+	lab_btrfs_check_clean(dev, "the filesystem with the key groups, the clone and the v1 file");
 	return lab_result("btrfs_fscrypt_dump_tree");
 }

@@ -65,10 +65,16 @@ int lab_btrfs_progs_patched(char *why, size_t size)
 
 	st = lab_run_capture("btrfs version", NULL, &out);
 	ok = st == 0 && out && strstr(out, LAB_BTRFS_PROGS_TAG);
-	if (!ok)
+	if (!ok) {
 		snprintf(why, size,
 			 "the image has no patched btrfs-progs (`btrfs version` exit %d: %.80s); rebuild it with make image",
 			 st, out && *out ? strtok(out, "\n") : "no output");
+	} else if (!strstr(out, LAB_BTRFS_PROGS_EXTENT_CTX_TAG)) {
+		ok = 0;
+		snprintf(why, size,
+			 "the image's patched btrfs-progs predate v2 extent contexts (`btrfs version`: %.100s); rebuild it with make image",
+			 strtok(out, "\n"));
+	}
 	free(out);
 	return ok;
 }

@@ -16,10 +16,17 @@
 
 /* What the patched programs append to their version string. */
 #define LAB_BTRFS_PROGS_TAG "+fscrypt-lab"
+/*
+ * ... and, since they decode v2 extent contexts (key groups: 44 bytes, item
+ * size 97), also this.  Older patched ones take every v2 context for a
+ * corrupt one ("wrong size for its version").
+ */
+#define LAB_BTRFS_PROGS_EXTENT_CTX_TAG "extent contexts v1 v2"
 
 /*
- * Are the patched btrfs-progs in the image?  1 if so; 0 if not, with the
- * reason (what `btrfs version` said) in @why[@size].
+ * Are the patched btrfs-progs in the image, and do they know both extent
+ * context versions?  1 if so; 0 if not, with the reason (what `btrfs
+ * version` said) in @why[@size].
  */
 int lab_btrfs_progs_patched(char *why, size_t size);
 
