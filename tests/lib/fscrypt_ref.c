@@ -116,17 +116,37 @@ static int fref_encrypt(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
 	return 0;
 }
 
+/* The XTS tweak le64(@lo) || le64(@hi). */
+static void fref_tweak(uint8_t iv[FREF_AES_BLOCK], uint64_t lo, uint64_t hi)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		iv[i] = (uint8_t)(lo >> (8 * i));
+		iv[8 + i] = (uint8_t)(hi >> (8 * i));
+	}
+}
+
+int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
+			     uint64_t hi, const uint8_t *in, uint8_t *out,
+			     size_t len)
+{
+	uint8_t iv[FREF_AES_BLOCK];
+
+	/*
+	 * fscrypt_generate_iv() (hi 0) and fscrypt_generate_extent_iv(): the
+	 * data unit index, then the extent number (0 for per-file keys and
+	 * version 1 extent contexts), both little endian.
+	 */
+	fref_tweak(iv, lo, hi);
+	return fref_encrypt(EVP_aes_256_xts(), NULL, key, iv, in, out, len,
+			    "AES-256-XTS");
+}
+
 int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
 		       const uint8_t *in, uint8_t *out, size_t len)
 {
-	uint8_t iv[FREF_AES_BLOCK] = { 0 };
-	int i;
-
-	/* fscrypt_generate_iv(): le64 block number, then zeros. */
-	for (i = 0; i < 8; i++)
-		iv[i] = (uint8_t)(lblk >> (8 * i));
-	return fref_encrypt(EVP_aes_256_xts(), NULL, key, iv, in, out, len,
-			    "AES-256-XTS");
+	return fref_encrypt_block_tweak(key, lblk, 0, in, out, len);
 }
 
 size_t fref_fname_len(size_t namelen, uint8_t policy_flags)
@@ -203,6 +223,101 @@ static int fref_cts_by_hand(const uint8_t *key, const uint8_t *in,
 	return 0;
 }
 
+/*
+ * XTS by hand (IEEE 1619): the first @nblocks AES blocks of @in under the
+ * 64-byte @key with tweak @iv, from AES-256-ECB: T_0 = E_K2(iv),
+ * C_j = E_K1(P_j ^ T_j) ^ T_j, T_j+1 = T_j * x (little-endian GF(2^128),
+ * reduced by x^128 + x^7 + x^2 + x + 1).
+ */
+static int fref_xts_by_hand(const uint8_t *key, const uint8_t iv[FREF_AES_BLOCK],
+			    const uint8_t *in, uint8_t *out, size_t nblocks)
+{
+	uint8_t t[FREF_AES_BLOCK], x[FREF_AES_BLOCK], y[FREF_AES_BLOCK];
+	size_t j, i;
+	int carry, c;
+
+	if (fref_encrypt(EVP_aes_256_ecb(), NULL, key + 32, NULL, iv, t,
+			 FREF_AES_BLOCK, "AES-256-ECB (tweak key)"))
+		return -1;
+	for (j = 0; j < nblocks; j++) {
+		for (i = 0; i < FREF_AES_BLOCK; i++)
+			x[i] = in[j * FREF_AES_BLOCK + i] ^ t[i];
+		if (fref_encrypt(EVP_aes_256_ecb(), NULL, key, NULL, x, y,
+				 FREF_AES_BLOCK, "AES-256-ECB (data key)"))
+			return -1;
+		for (i = 0; i < FREF_AES_BLOCK; i++)
+			out[j * FREF_AES_BLOCK + i] = y[i] ^ t[i];
+		/* t *= x */
+		carry = 0;
+		for (i = 0; i < FREF_AES_BLOCK; i++) {
+			c = t[i] >> 7;
+			t[i] = (uint8_t)((t[i] << 1) | carry);
+			carry = c;
+		}
+		if (carry)
+			t[0] ^= 0x87;
+	}
+	return 0;
+}
+
+/*
+ * fref_encrypt_block_tweak() against XTS by hand, for tweaks written out
+ * byte by byte (the on-disk format's layout, as the kernel's KUnit
+ * test_tweak_layout has it): high half zero, small, and with every byte
+ * distinct, so that swapped or big-endian halves would show.
+ */
+static int fref_selftest_tweak(void)
+{
+	static const struct {
+		uint64_t lo, hi;
+		uint8_t iv[FREF_AES_BLOCK];
+	} tw[] = {
+		{ 0, 0, { 0 } },
+		{ 5, 0, { 5 } },
+		{ 3, 1, { 3, 0, 0, 0, 0, 0, 0, 0, 1 } },
+		{ 0, 0x0102, { 0, 0, 0, 0, 0, 0, 0, 0, 2, 1 } },
+		{ 0x0102030405060708ULL, 0x1112131415161718ULL,
+		  { 8, 7, 6, 5, 4, 3, 2, 1, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13,
+		    0x12, 0x11 } },
+	};
+	enum { UNIT = 512, CHECKED = 4 };
+	uint8_t key[FREF_XTS_KEY_SIZE], in[UNIT], a[UNIT], b[UNIT];
+	size_t i, k;
+
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(0x3c ^ (i * 13));
+	for (i = 0; i < sizeof(in); i++)
+		in[i] = (uint8_t)(i * 29 + 1);
+	for (k = 0; k < sizeof(tw) / sizeof(tw[0]); k++) {
+		if (fref_encrypt_block_tweak(key, tw[k].lo, tw[k].hi, in, a, UNIT) ||
+		    fref_xts_by_hand(key, tw[k].iv, in, b, CHECKED))
+			return -1;
+		if (memcmp(a, b, CHECKED * FREF_AES_BLOCK) != 0) {
+			printf("fscrypt_ref selftest: AES-256-XTS with tweak (%llu, %llu): libcrypto and XTS by hand from AES-256-ECB differ\n",
+			       (unsigned long long)tw[k].lo,
+			       (unsigned long long)tw[k].hi);
+			return -1;
+		}
+		if (tw[k].hi == 0 &&
+		    (fref_encrypt_block(key, tw[k].lo, in, b, UNIT) ||
+		     memcmp(a, b, UNIT) != 0)) {
+			printf("fscrypt_ref selftest: fref_encrypt_block(%llu) is not the tweak (%llu, 0)\n",
+			       (unsigned long long)tw[k].lo,
+			       (unsigned long long)tw[k].lo);
+			return -1;
+		}
+	}
+	/* the high half matters */
+	if (fref_encrypt_block_tweak(key, 3, 0, in, a, UNIT) ||
+	    fref_encrypt_block_tweak(key, 3, 1, in, b, UNIT))
+		return -1;
+	if (memcmp(a, b, UNIT) == 0) {
+		printf("fscrypt_ref selftest: the tweak's high half changes nothing\n");
+		return -1;
+	}
+	return 0;
+}
+
 int fref_selftest(void)
 {
 	static const size_t lens[] = { 16, 32, 40, 255 };
@@ -233,5 +348,5 @@ int fref_selftest(void)
 			}
 		}
 	}
-	return 0;
+	return fref_selftest_tweak();
 }

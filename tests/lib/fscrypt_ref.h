@@ -13,12 +13,15 @@
  *  - per-file key: context 2, info = the file's 16-byte nonce, as many
  *    bytes as the mode takes (64 for AES-256-XTS, 32 for AES-256-CTS);
  *  - per-extent key (fs/crypto/extent.c, files a filesystem encrypts per
- *    extent): context 9, info = the extent's 16-byte nonce, 64 bytes for
- *    AES-256-XTS;
- *  - contents: AES-256-XTS per data unit (the filesystem block), IV =
- *    le64(block number) followed by zeros, where the block number counts
- *    from the start of the file (per-file keys) or from the start of the
- *    extent as it was first written (per-extent keys);
+ *    extent): context 9, info = the 16-byte key nonce of the extent's
+ *    context (version 2: the nonce of the key group the extent was written
+ *    in, shared by the group's extents; version 1: the extent's own), 64
+ *    bytes for AES-256-XTS;
+ *  - contents: AES-256-XTS per data unit (the filesystem block).  Per-file
+ *    keys: IV = le64(block number in the file) followed by zeros.
+ *    Per-extent keys: IV = le64(data unit in the extent, counted from the
+ *    start of the extent as it was first written) || le64(the extent's
+ *    number in its key group; 0 for a version 1 context);
  *  - names: AES-256-CBC with ciphertext stealing (CS3: the last two blocks
  *    are swapped, as the kernel's cts(cbc(aes)) does), IV 0, the name
  *    zero-padded to max(len, 16) rounded up to the policy's padding, capped
@@ -63,11 +66,22 @@ int fref_per_extent_key(const uint8_t *mk, size_t mklen,
 
 /*
  * AES-256-XTS of one data unit @in (@len bytes) whose IV is block number
- * @lblk (per-file keys: the logical block in the file; per-extent keys: the
- * block in the extent).
+ * @lblk, high 64 bits of the tweak zero (per-file keys: the logical block in
+ * the file; per-extent keys in a version 1 context: the block in the
+ * extent).  Same as fref_encrypt_block_tweak(key, lblk, 0, ...).
  */
 int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
 		       const uint8_t *in, uint8_t *out, size_t len);
+
+/*
+ * AES-256-XTS of one data unit with the 16-byte tweak le64(@lo) ||
+ * le64(@hi): per-extent keys, @lo = the data unit's index in its extent as
+ * first written, @hi = the extent's number in its key group
+ * (fscrypt_generate_extent_iv()).
+ */
+int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
+			     uint64_t hi, const uint8_t *in, uint8_t *out,
+			     size_t len);
 
 /*
  * Length of the encrypted form of a @namelen-byte name under a policy whose
@@ -88,7 +102,12 @@ int fref_encrypt_name(const uint8_t key[FREF_CTS_KEY_SIZE], const char *name,
  * Self-check of the model that needs no kernel: the CS3 names from
  * OpenSSL's AES-256-CBC-CTS equal a CBC-then-swap construction built by
  * hand, for lengths 16 (one block: no swap), 32 (full blocks: swap), 40 and
- * 255 (stolen bytes).  Returns 0 if all agree, -1 (printed) otherwise.
+ * 255 (stolen bytes); and the first AES blocks of a data unit under
+ * fref_encrypt_block_tweak() equal XTS built by hand from AES-256-ECB
+ * (T = E_K2(le64(lo) || le64(hi)), C_j = E_K1(P_j ^ T_j) ^ T_j,
+ * T_j+1 = T_j * x in GF(2^128)), so the extent number really is the
+ * tweak's high half, little endian.  Returns 0 if all agree, -1 (printed)
+ * otherwise.
  */
 int fref_selftest(void);
 
