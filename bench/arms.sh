@@ -7,8 +7,11 @@
 #   MOUNT_OPTS            mount options
 #   MOUNT_OPTS_ONLY_WITH  a file: MOUNT_OPTS only if the kernel has it
 #   ENCRYPTED             1: an fscrypt v2 policy on the bench directory
-#   KEY_MODE              the key mode the kernel must report (per-extent,
-#                         per-inode, none); the guest fails the run otherwise
+#   KEY_MODE              the key mode the kernel must report (per-extent:
+#                         key groups, per-extent-key: one key per extent,
+#                         per-inode, none; see kernel_key_mode in
+#                         guest-bench.sh); the guest fails the run otherwise
+#   (a MOUNT_OPTS the kernel refuses skips the arm, with the mount's error)
 #   REQUIRES, UNSUPPORTED a file the kernel must have, and the skip reason if not
 #   TUNING                shell command after mounting (@DEV@: the device name)
 #   REFERENCE, COMPARISON the reference arm of this one and what A/B tells

@@ -18,12 +18,18 @@
 # extents.tsv, order.tsv, phases, fio-version, and profiles/<arm>/ from one
 # extra, profiled repetition per arm (never mixed with the timed ones).
 #
+# With PROFILE=1 the profiled repetition also runs the workload's count
+# phases (COUNT_PHASES, none by default) once more each, from a cold cache,
+# with the fscrypt tracepoints recorded through tracefs:
+# profiles/<arm>/counts.tsv has, per phase, how many extent lookups, key
+# derivations, key-slot programs and key-group starts it took.
+#
 # A workload is bench/workloads/<name>/: workload.conf (shell variables:
 # description, FILE, FILE_SIZE, MIN_EXTENTS, MAX_EXTENTS, PHASES,
-# PROFILE_PHASE, EST_ARM_RUN_S), fio job files (prep.fio and one per phase,
-# or per read kind: phase "seqread-orig" uses seqread-orig.fio if it exists,
-# else seqread.fio), and optionally hooks.sh, which may redefine the wl_*
-# functions below.
+# PROFILE_PHASE, COUNT_PHASES, EST_ARM_RUN_S), fio job files (prep.fio and
+# one per phase, or per read kind: phase "seqread-orig" uses
+# seqread-orig.fio if it exists, else seqread.fio), and optionally hooks.sh,
+# which may redefine the wl_* functions below.
 set -u
 . /job/bench.env
 . /job/bench/arms.sh
@@ -33,6 +39,7 @@ FILE=${FILE:-frag}
 MIN_EXTENTS=${MIN_EXTENTS:-1}
 MAX_EXTENTS=${MAX_EXTENTS:-}
 PROFILE_PHASE=${PROFILE_PHASE:-randread}
+COUNT_PHASES=${COUNT_PHASES:-}
 EST_ARM_RUN_S=${EST_ARM_RUN_S:-120}
 export PATH=/job/tools:$PATH FILE_SIZE
 
@@ -43,6 +50,10 @@ wl_phases() { echo $PHASES; }
 
 # wl_profile_phase: the phase the profiled repetition runs.
 wl_profile_phase() { echo "$PROFILE_PHASE"; }
+
+# wl_count_phases: the phases the profiled repetition runs once more each
+# with the fscrypt events counted (tracefs), after its profiles.
+wl_count_phases() { echo $COUNT_PHASES; }
 
 # wl_probe MNT: can this arm run the workload? Print why not and return 3
 # to skip the arm (like an arm the kernel does not support), 1 on errors.
@@ -97,6 +108,10 @@ fio --version >"$out/fio-version"
 echo "$MIN_EXTENTS" >"$out/min-extents"
 phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
 profile_phase=$(wl_profile_phase)
+count_phases=$(wl_count_phases)
+for p in $count_phases; do
+	case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
+done
 echo "$phases" >"$out/phases"
 echo "$profile_phase" >"$out/profile-phase"
 start=$(date +%s)
@@ -145,14 +160,27 @@ declare -A skipped
 
 # The key mode the kernel gives new files of a mounted arm: btrfs says it
 # in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, patch
-# 0017); otherwise the policy the kernel reports back decides (fscrypt's
-# per-file keys are the per-inode mode). Prints "mode<TAB>evidence".
+# 0018; with per-extent keys, fscrypt_extents_per_key=N when the extents of
+# a key group are bounded, patch 0021: N = 1 is one key per extent, mode
+# per-extent-key; another N is mode per-extent-max-N; none shown is key
+# groups without a bound, mode per-extent); otherwise the policy the kernel
+# reports back decides (fscrypt's per-file keys are the per-inode mode).
+# Prints "mode<TAB>evidence".
 kernel_key_mode() { # mount-options policy-line
-	local opts=",$1," policy=$2
+	local opts=",$1," policy=$2 n
 	# no policy, no keys (btrfs shows its key-mode option on every mount)
 	[ -n "$policy" ] || { printf 'none\tno encryption policy\n'; return; }
 	case $opts in
-	*,fscrypt_per_extent_keys,*) printf 'per-extent\t/proc/mounts: fscrypt_per_extent_keys\n'; return ;;
+	*,fscrypt_per_extent_keys,*)
+		n=${opts#*,fscrypt_extents_per_key=}
+		[ "$n" = "$opts" ] && { printf 'per-extent\t/proc/mounts: fscrypt_per_extent_keys\n'; return; }
+		n=${n%%,*}
+		if [ "$n" = 1 ]; then
+			printf 'per-extent-key\t/proc/mounts: fscrypt_per_extent_keys,fscrypt_extents_per_key=1\n'
+		else
+			printf 'per-extent-max-%s\t/proc/mounts: fscrypt_per_extent_keys,fscrypt_extents_per_key=%s\n' "$n" "$n"
+		fi
+		return ;;
 	*,fscrypt_per_inode_keys,*) printf 'per-inode\t/proc/mounts: fscrypt_per_inode_keys\n'; return ;;
 	esac
 	case $policy in
@@ -412,18 +440,79 @@ slab_snapshot() { # file
 	grep -E '^(fscrypt|btrfs|ext4|kmalloc-128|slabinfo|# name)' /proc/slabinfo >"$1"
 }
 
+# ---- counting fscrypt events through tracefs (the count passes) ----------
+
+tfs=/sys/kernel/tracing
+# The events counted; those this kernel lacks are left out (and so count 0).
+count_events="fscrypt_extent_lookup fscrypt_extent_info_setup fscrypt_derive_key
+	fscrypt_key_slot_program fscrypt_key_slot_evict fscrypt_extent_group_start"
+
+# Record the fscrypt events into an empty trace buffer of 16 MiB per CPU
+# (a fragmented read of 17408 extents writes about 3 MiB of events).
+trace_start() {
+	local e
+	echo 0 >"$tfs/tracing_on" && echo >"$tfs/trace" || return 1
+	[ "$(cat "$tfs/buffer_size_kb")" -ge 16384 ] 2>/dev/null || echo 16384 >"$tfs/buffer_size_kb" || return 1
+	for e in $count_events; do
+		[ -e "$tfs/events/fscrypt/$e/enable" ] && { echo 1 >"$tfs/events/fscrypt/$e/enable" || return 1; }
+	done
+	echo 1 >"$tfs/tracing_on"
+}
+
+# Stop recording and print "phase<TAB>counter<TAB>value" lines: lookups
+# (and those that derived a key), key setups that derived a key or found it
+# cached (fscrypt_extent_info_setup), HKDF derivations (all, and per HKDF
+# context), key-slot programs and evictions, key-group starts per reason,
+# and the events the buffer lost (must be 0 for the counts to be whole).
+trace_counts() { # phase
+	local e
+	echo 0 >"$tfs/tracing_on"
+	for e in $count_events; do
+		[ -e "$tfs/events/fscrypt/$e/enable" ] && echo 0 >"$tfs/events/fscrypt/$e/enable"
+	done
+	{
+		cat "$tfs/trace"
+		cat "$tfs"/per_cpu/cpu*/stats
+	} | awk -v phase="$1" '
+		function field(name) {	# value of " name=" on this line, or ""
+			if (!match($0, " " name "=[^ ]*")) return ""
+			return substr($0, RSTART + length(name) + 2, RLENGTH - length(name) - 2)
+		}
+		/^overrun: / || /^dropped events: / { n["lost_events"] += $NF; next }
+		/^#/ || !match($0, / fscrypt_[a-z_]+: /) { next }
+		{ ev = substr($0, RSTART + 1, RLENGTH - 3) }
+		ev == "fscrypt_extent_lookup" { n["lookups"]++; if (field("derived") == "1") n["lookups_derived"]++ }
+		ev == "fscrypt_extent_info_setup" && field("ret") == "0" {
+			n[field("cached") == "1" ? "key_setups_cached" : "key_setups_derived"]++
+		}
+		ev == "fscrypt_derive_key" { n["derivations"]++; n["derivations_context_" field("context")]++ }
+		ev == "fscrypt_key_slot_program" { n["slot_programs"]++ }
+		ev == "fscrypt_key_slot_evict" { n["slot_evicts"]++ }
+		ev == "fscrypt_extent_group_start" { n["group_starts"]++; n["group_starts_" field("reason")]++ }
+		END {
+			split("lookups lookups_derived key_setups_derived key_setups_cached derivations slot_programs slot_evicts group_starts lost_events", always, " ")
+			for (i in always) n[always[i]] += 0
+			for (k in n) printf "%s\t%s\t%d\n", phase, k, n[k]
+		}' | LC_ALL=C sort
+}
+
 # One profiled repetition: the profile phase twice, from a cold cache
 # each time: (1) under bpftrace and perf stat, with slab snapshots before and
 # after it (memory after the read phase); (2) under perf record -g, for the
 # flame graphs (a separate pass, so that sampling does not disturb the
-# bpftrace latencies). Its numbers are not used for the timed tables.
+# bpftrace latencies); then (3) each count phase of the workload once, with
+# the fscrypt events counted through tracefs (profiles/<arm>/counts.tsv).
+# Its numbers are not used for the timed tables.
 profiled_run() { # arm
-	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$out/profiles/$1 bt ph=$profile_phase
+	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$out/profiles/$1 bt ph=$profile_phase cph need
 	cur_arm=$arm cur_rep=profiled
 	[ -n "${skipped[$arm]:-}" ] && return
 	dev=$(arm_dev "$arm")
 	mkdir -p "$pdir" "$mnt"
-	ready_fs "$arm" profiled "$dev" "$mnt" "$ph" || return
+	# the profile phase and the count phases, each once
+	need=$(for cph in $ph $count_phases; do echo "$cph"; done | awk '!seen[$0]++' | xargs)
+	# shellcheck disable=SC2086 # one phase name per word
+	ready_fs "$arm" profiled "$dev" "$mnt" $need || return
 	progress "profile: $ph under bpftrace and perf stat"
 	bpftrace -f json -o "$pdir/bpftrace.json" /job/profiles/bench.bt >"$pdir/bpftrace.err" 2>&1 &
 	bt=$!
@@ -443,6 +532,14 @@ profiled_run() { # arm
 	progress "profile: perf script"
 	perf script -i /tmp/perf.data 2>>"$pdir/perf-record.err" | gzip >"$pdir/perf-script.txt.gz"
 	rm -f /tmp/perf.data
+	for cph in $count_phases; do
+		progress "count: $cph with the fscrypt events traced (tracefs)"
+		drop_caches
+		trace_start || { echo "bench: FAIL: cannot record fscrypt events in $tfs"; exit 1; }
+		run_phase "$arm" "$mnt" "$cph" "$pdir/count-$cph.json" ||
+			{ echo "bench: fio $cph failed for $arm (count pass)"; cat "$pdir/count-$cph.json"; exit 1; }
+		trace_counts "$cph" >>"$pdir/counts.tsv"
+	done
 	umount "$mnt"
 	run_done
 }

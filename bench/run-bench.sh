@@ -36,7 +36,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -45,6 +45,7 @@ for a in $ARMS; do
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;; esac
+case ${GROUP_SIZES:-1} in *[!0-9\ ]*) die "GROUP_SIZES must be numbers of extents per key (0: no bound), not '$GROUP_SIZES'" ;; esac
 case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
@@ -67,8 +68,8 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "PROFILE=$PROFILE"
 	echo "PREP=$PREP"
 	echo "INJECT_LOOKUP_DELAY_US=$INJECT_LOOKUP_DELAY_US"
-	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET; do
-		[ -n "${!v:-}" ] && echo "$v=${!v}"
+	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET GROUP_SIZES; do
+		[ -n "${!v:-}" ] && echo "$v=\"${!v}\""
 	done
 } >"$job/bench.env"
 

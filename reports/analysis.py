@@ -15,8 +15,8 @@ from reports.runmodel import (
     COMPARISONS, MAIN_A, MAIN_B, RunError, arm_absent_reason, arm_order,
     bins_of, bw_by_rep, phase_direction, read_json_file)
 from reports.profiles import (
-    derivation_count, load_profiles, memory_analysis, profiled_extents,
-    slab_selection)
+    derivation_count, key_work, load_profiles, memory_analysis,
+    profiled_extents, slab_selection)
 
 
 GOAL_BW_RATIO = 0.97    # per-extent / per-inode throughput, at least
@@ -108,7 +108,20 @@ def verdicts(run, comps):
             if (c["a"], c["b"]) == (MAIN_A, MAIN_B)}
     read_phases = [p for p in run["phases"]
                    if phase_direction(run, p) == "read"]
-    if not read_phases:
+    # groupsweep: a file written with at most N extents per key group is
+    # not what the main arm writes (no bound), so it is not judged
+    bounded = [p for p in read_phases if GROUP_PHASE.fullmatch(p)
+               and int(GROUP_PHASE.fullmatch(p).group("n")) > 0]
+    read_phases = [p for p in read_phases if p not in bounded]
+    if bounded:
+        out.append({"metric": "-", "phase": "-", "phases": bounded,
+                    "status": "not judged",
+                    "text": f"{', '.join(bounded)}: not judged against the "
+                            "goals: those files were written with at most N "
+                            "extents per key group (fscrypt_extents_per_key"
+                            f"=N), not as {MAIN_A} writes them (no bound); "
+                            "see \"Cost against the size of key groups\"."})
+    if not read_phases and not bounded:
         out.append({"metric": "-", "phase": "-", "status": "not measured",
                     "text": "No read phase in this run: the goals are "
                             "about fragmented reads."})
@@ -249,6 +262,83 @@ def load_scaling(run):
     return {"source": "scaling.json", "reads": {"read": out}} if out else None
 
 
+GROUP_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
+
+
+def load_groupsweep(run, comps, counts):
+    """Cost against the size of key groups (the groupsweep workload).
+
+    Phases KIND-gN read a file written with at most N extents per key
+    group (fscrypt_extents_per_key=N; 0: no bound). For every comparison
+    (A / reference B) whose arms were both measured on such phases, one
+    point per N: the throughput ratio of medians with its CI (from comps),
+    both arms' medians, the extents of A's file (FIEMAP median over the
+    timed reps, label gN; FIEMAP merges physically adjacent extents, so the
+    extents read, the lookups of the counted read, are used where known),
+    the key groups that implies (ceil(extents / N), 1 without a bound), and
+    what the count passes saw (counts: {arm: {phase: {counter: n}}}): keys
+    derived, HKDF derivations, key-slot programs and lookups of A's read of
+    the file, and the keys derived and key-group starts of its writing
+    (phase write-gN). x is N, or the file's extents for no bound (one group
+    holds the whole file). Returns {"sweeps": [{a, b, label, kind,
+    points}]} or None.
+    """
+    phases = [(p, GROUP_PHASE.fullmatch(p)) for p in run["phases"]]
+    phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
+              if m]
+    if not phases:
+        return None
+    extents = {}
+    for c in run["meta"].get("extent_checks") or []:
+        if isinstance(c, dict) and c.get("rep") not in ("profiled",
+                                                         "prepare"):
+            extents.setdefault((c.get("arm"), c.get("label")),
+                               []).append(c.get("extents"))
+    by = {(c["a"], c["b"], c["phase"]): c for c in comps}
+    sweeps = []
+    for a, b, label in COMPARISONS:
+        if a not in run["measured"] or b not in run["measured"]:
+            continue
+        kinds = {}
+        for phase, kind, n in phases:
+            c = by.get((a, b, phase))
+            if not c or c["status"] != "measured":
+                continue
+            got = [x for x in extents.get((a, f"g{n}"), []) if isnum(x)]
+            ext = L.summary(got)["median"] if got else None
+            read = (counts.get(a) or {}).get(phase) or {}
+            write = (counts.get(a) or {}).get(f"write-g{n}") or {}
+            # the extents the read walked (one lookup each), else FIEMAP's
+            walked = read.get("lookups") or ext
+            sa = L.summary(bw_by_rep(run, a, phase).values())
+            sb = L.summary(bw_by_rep(run, b, phase).values())
+            kinds.setdefault(kind, []).append({
+                "phase": phase, "n": n, "bounded": n > 0,
+                "x": n if n > 0 else walked,
+                "extents": ext,
+                "extents_read": read.get("lookups"),
+                "groups_expected": (math.ceil(walked / n) if n and walked
+                                    else 1 if walked else None),
+                "bw_a_median": sa["median"], "bw_b_median": sb["median"],
+                "n_a": c["n_a"], "n_b": c["n_b"],
+                "ratio": c["bw"]["ratio"], "ci_lo": c["bw"]["ci_lo"],
+                "ci_hi": c["bw"]["ci_hi"],
+                "ci_supported": c["bw"]["ci_supported"],
+                "not_conclusive": c["bw"]["not_conclusive"],
+                "per_rep_ratio": c["per_rep_ratio"],
+                "read_counts": read or None,
+                "write_counts": write or None,
+            })
+        for kind, pts in sorted(kinds.items()):
+            if not any(p["extents"] is not None for p in pts):
+                continue  # A has no file per point: not a sweep of A
+            # no bound last: it is the largest group
+            pts.sort(key=lambda p: (not p["bounded"], p["n"]))
+            sweeps.append({"a": a, "b": b, "label": label, "kind": kind,
+                           "points": pts})
+    return {"sweeps": sweeps} if sweeps else None
+
+
 def analyze(run, threshold):
     """Everything the report says, as one JSON-able dict."""
     res = {
@@ -293,9 +383,17 @@ def analyze(run, threshold):
             if n is not None and x is not None:
                 der[arm] = (x, n)
     res["derivations_vs_extents"] = der
+    # the key machinery's work in the profiled phase (bench.bt), per arm
+    res["key_work"] = {a: kw for a, e in (prof or {}).items()
+                       if (kw := key_work(e.get("bpftrace") or {}))}
+    # the count passes (tracefs), per arm and phase
+    counts = {a: e["counts"] for a, e in (prof or {}).items()
+              if e.get("counts")}
+    res["counts"] = counts
     res["memory"] = memory_analysis(run, prof)
     slabs = {a: e["slab"] for a, e in (prof or {}).items() if "slab" in e}
     res["slab_caches"] = slab_selection(slabs) if slabs else []
     res["scaling"] = load_scaling(run)
+    res["groupsweep"] = load_groupsweep(run, res["comparisons"], counts)
     res["warnings"] = run["warnings"]
     return res

@@ -143,11 +143,19 @@ def plot_latency(run, res, out_dir, colors):
     return _save(fig, out_dir, "latency.png")
 
 
-def plot_main_ratio(run, res, out_dir):
-    """btrfs-extent/btrfs-inode throughput and p99 ratios with 95% CIs."""
+def against_main_reference():
+    """The comparisons against the main comparison's reference arm (MAIN_B),
+    the main one first: (A, B) pairs in COMPARISONS order."""
+    return [(a, b) for a, b, _ in COMPARISONS if b == MAIN_B]
+
+
+def plot_main_ratio(run, res, out_dir, colors):
+    """Throughput and p99 ratios with 95% CIs of every arm compared with
+    the main reference arm (btrfs-extent/btrfs-inode, the main one, and
+    e.g. btrfs-extent-key/btrfs-inode), side by side per phase."""
+    pairs = against_main_reference()
     comps = [c for c in res["comparisons"]
-             if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
-             and c["status"] == "measured"]
+             if (c["a"], c["b"]) in pairs and c["status"] == "measured"]
     plt = _plt()
     if not comps:
         # the plot still exists, and says why it has no points
@@ -156,34 +164,56 @@ def plot_main_ratio(run, res, out_dir):
         return _text_figure(out_dir, "ratio_extent_inode.png",
                             f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
                             "CI: not measured", reason.replace("; ", "\n"))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    phases = [p for p in run["phases"] if any(c["phase"] == p
+                                              for c in comps)]
+    shown = [(a, b) for a, b in pairs
+             if any((c["a"], c["b"]) == (a, b) for c in comps)]
+    width = 0.7 / max(1, len(shown))
+    no_ci = False
+    fig, axes = plt.subplots(1, 2, figsize=(max(10, 2.2 * len(phases) + 4),
+                                            4.2))
     for ax, key, goal, title in (
             (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
             (axes[1], "p99", GOAL_P99_RATIO, "p99 latency ratio (merged)")):
-        for i, c in enumerate(comps):
-            r = c["bw"] if key is None else c["latency"][key]
-            if math.isnan(r["ratio"]):
-                continue
-            lo, hi = r["ci_lo"], r["ci_hi"]
-            yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
-                    if not math.isnan(lo) else None)
-            ax.errorbar(i, r["ratio"], yerr=yerr, fmt="o" if yerr else "x",
-                        capsize=6, color="#1f77b4")
-            note = "" if yerr else f" {r['not_conclusive'] or 'no CI'}"
-            ax.annotate(f"{r['ratio']:.3f}{note}", (i, r["ratio"]),
-                        textcoords="offset points", xytext=(8, 0),
-                        fontsize=8)
+        for j, (a, b) in enumerate(shown):
+            first = True
+            for c in comps:
+                if (c["a"], c["b"]) != (a, b):
+                    continue
+                r = c["bw"] if key is None else c["latency"][key]
+                if math.isnan(r["ratio"]):
+                    continue
+                x = phases.index(c["phase"]) + (j - (len(shown) - 1) / 2) \
+                    * width
+                lo, hi = r["ci_lo"], r["ci_hi"]
+                yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
+                        if not math.isnan(lo) else None)
+                main = (a, b) == (MAIN_A, MAIN_B)
+                ax.errorbar(x, r["ratio"], yerr=yerr,
+                            fmt="o" if yerr else "x", capsize=6,
+                            color=colors.get(a),
+                            label=(f"{a} / {b}" + (" (main)" if main else ""))
+                            if first else None)
+                first = False
+                no_ci = no_ci or not yerr
+                ax.annotate(f"{r['ratio']:.3f}", (x, r["ratio"]),
+                            textcoords="offset points", xytext=(6, 0),
+                            fontsize=7)
         ax.axhline(1.0, color="gray", lw=1)
         ax.axhline(goal, color="#d62728", ls="--", lw=1,
-                   label=f"goal {'≥' if key is None else '≤'} {goal} "
-                         "(read phases)")
-        ax.set_xticks(range(len(comps)))
-        ax.set_xticklabels([c["phase"] for c in comps])
-        ax.set_xlim(-0.5, len(comps) - 0.5)
+                   label=f"goal of {MAIN_A}: {'≥' if key is None else '≤'} "
+                         f"{goal} (read phases)")
+        ax.set_xticks(range(len(phases)))
+        ax.set_xticklabels(phases)
+        ax.set_xlim(-0.5, len(phases) - 0.5)
         ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"{MAIN_A} / {MAIN_B} with 95% bootstrap CI", fontsize=10)
+    why = next((c["bw"]["not_conclusive"] for c in comps
+                if c["bw"]["not_conclusive"]), None) or "too few reps"
+    fig.suptitle(f"Against {MAIN_B}, with 95% bootstrap CI ({MAIN_A} / "
+                 f"{MAIN_B} is the main comparison)"
+                 + (f"; x: no CI, {why}" if no_ci else ""), fontsize=10)
     return _save(fig, out_dir, "ratio_extent_inode.png")
 
 
@@ -399,6 +429,92 @@ def plot_scaling(run, scaling, out_dir, colors):
     return _save(fig, out_dir, "scaling.png")
 
 
+def plot_groupsweep(run, sweep, out_dir, colors):
+    """Cost against extents per key group (groupsweep): per sweep (arm A
+    against its reference B, one read kind), (1) the throughput ratio A/B
+    with its 95% CI against extents per group, (2) the key derivations and
+    key-slot programs of A's counted read of each file, with the key groups
+    the bound implies and the group starts of its writing; log x (and log
+    y for the counts). No bound is drawn at the file's extent count (the
+    extents its read walked)."""
+    if not sweep:
+        return None
+    plt = _plt()
+    rows = sweep["sweeps"]
+    fig, axes = plt.subplots(len(rows), 2, figsize=(12, 4.2 * len(rows)),
+                             squeeze=False)
+    for (ax, axc), sw in zip(axes, rows):
+        pts = [p for p in sw["points"] if p["x"]]
+        xs = [p["x"] for p in pts]
+        ticks = [(p["x"], f"{p['n']}" if p["bounded"] else
+                  f"no bound\n({p['x']:g})") for p in pts]
+        for p in pts:
+            lo, hi = p["ci_lo"], p["ci_hi"]
+            ok = p["ci_supported"] and not math.isnan(lo)
+            ax.errorbar(p["x"], p["ratio"],
+                        yerr=[[p["ratio"] - lo], [hi - p["ratio"]]]
+                        if ok else None, fmt="o" if ok else "x", capsize=4,
+                        color=colors.get(sw["a"]))
+            ax.annotate(f"{p['ratio']:.3f}", (p["x"], p["ratio"]),
+                        textcoords="offset points", xytext=(5, 5),
+                        fontsize=7)
+        ax.plot(xs, [p["ratio"] for p in pts], "-", lw=1,
+                color=colors.get(sw["a"]),
+                label=f"{sw['a']} / {sw['b']} ({sw['kind']})")
+        ax.axhline(1.0, color="gray", lw=1)
+        ax.axhline(GOAL_BW_RATIO, color="#d62728", ls="--", lw=1,
+                   label=f"goal ≥ {GOAL_BW_RATIO}")
+        ax.set_ylabel(f"{sw['kind']} throughput ratio\n{sw['a']} / "
+                      f"{sw['b']} (x: no CI, too few reps)")
+        ax.set_title(f"{sw['kind']} throughput against extents per key",
+                     fontsize=10)
+        ax.legend(fontsize=7)
+        series = (("read_counts", "key_setups_derived", "o-",
+                   "keys derived in the read"),
+                  ("read_counts", "slot_programs", "s-",
+                   "key-slot programs in the read"),
+                  ("write_counts", "key_setups_derived", "^:",
+                   "keys derived writing the file"))
+        drawn = False
+        for where, counter, fmt, what in series:
+            have = [(p["x"], (p[where] or {}).get(counter)) for p in pts]
+            have = [(x, max(y, 0.8)) for x, y in have if y is not None]
+            if have:
+                drawn = True
+                axc.plot([x for x, _ in have], [y for _, y in have], fmt,
+                         label=what, ms=5)
+        exp = [(p["x"], p["groups_expected"]) for p in pts
+               if p["groups_expected"]]
+        if exp:
+            axc.plot([x for x, _ in exp], [y for _, y in exp], "--",
+                     color="gray", lw=1, label="extents / N (groups if "
+                     "every group is full)")
+        if drawn:
+            axc.set_yscale("log")
+            axc.legend(fontsize=7)
+        else:
+            axc.text(0.5, 0.5, "no counts: the profiled repetition did not "
+                     "run (PROFILE=0)\nor this kernel lacks the events",
+                     ha="center", va="center", fontsize=9,
+                     transform=axc.transAxes)
+        axc.set_ylabel(f"events ({sw['a']}, count passes, tracefs)")
+        axc.set_title(f"key work against extents per key ({sw['a']})",
+                      fontsize=10)
+        for a_ in (ax, axc):
+            a_.set_xscale("log", base=2)
+            a_.set_xticks([t for t, _ in ticks])
+            a_.set_xticklabels([lab for _, lab in ticks], fontsize=8)
+            a_.minorticks_off()
+            a_.set_xlabel("at most N extents per key group "
+                          "(fscrypt_extents_per_key=N; log)")
+            a_.grid(alpha=0.3, which="both")
+        add_skipped_legend(ax, run)
+    fig.suptitle("Cost against the size of key groups (one key per extent "
+                 "at N = 1, one key for the whole file with no bound)",
+                 fontsize=10)
+    return _save(fig, out_dir, "groupsweep.png")
+
+
 def plot_order(run, out_dir, colors):
     """Throughput against run order, to show drift over the run."""
     order = run["meta"].get("order")
@@ -550,7 +666,7 @@ def make_plots(run, res, out_dir):
     plots = {
         "throughput": plot_throughput(run, res, out_dir, colors),
         "latency": plot_latency(run, res, out_dir, colors),
-        "ratio": plot_main_ratio(run, res, out_dir),
+        "ratio": plot_main_ratio(run, res, out_dir, colors),
         "comparisons": plot_comparisons(res, out_dir),
         "order": plot_order(run, out_dir, colors),
     }
@@ -562,6 +678,8 @@ def make_plots(run, res, out_dir):
                                if "slab" in e}, res["slab_caches"],
                               out_dir, colors)
     plots["scaling"] = plot_scaling(run, res["scaling"], out_dir, colors)
+    plots["groupsweep"] = plot_groupsweep(run, res["groupsweep"], out_dir,
+                                          colors)
     plots["memory"] = plot_memory(run, res["memory"], out_dir, colors)
     for arm, folded in run.get("folded", {}).items():
         prof.setdefault(arm, {})["folded"] = folded

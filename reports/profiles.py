@@ -13,12 +13,13 @@ from reports.runmodel import arm_order
 
 
 def parse_bpftrace(path):
-    """bpftrace -f json lines -> {"maps": {...}, "hists": {name: buckets}}.
+    """bpftrace -f json lines -> {"maps": {...}, "hists": {name: buckets},
+    "probes": attached probes or None}.
 
     Keyed histograms become "name[key]". Non-JSON lines and other record
     types are skipped. Later records of one name replace earlier ones.
     """
-    maps, hists = {}, {}
+    maps, hists, probes = {}, {}, None
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
@@ -31,6 +32,9 @@ def parse_bpftrace(path):
             data = rec.get("data") if isinstance(rec, dict) else None
             if not isinstance(data, dict):
                 continue
+            if rec.get("type") == "attached_probes":
+                probes = data.get("probes")
+                continue
             for name, val in data.items():
                 if rec.get("type") == "map":
                     maps[name] = val
@@ -41,7 +45,7 @@ def parse_bpftrace(path):
                         for k, b in val.items():
                             if isinstance(b, list):
                                 hists[f"{name}[{k}]"] = b
-    return {"maps": maps, "hists": hists}
+    return {"maps": maps, "hists": hists, "probes": probes}
 
 
 def hist_total(buckets):
@@ -85,7 +89,65 @@ def parse_slabinfo(path):
 
 PROFILE_KINDS = (("bpftrace.json", "bpftrace"), ("slab.txt", "slab"),
                  ("perf-stat.txt", "perf stat"),
-                 ("perf-script.txt.gz", "perf script -g"))
+                 ("perf-script.txt.gz", "perf script -g"),
+                 ("counts.tsv", "event counts (tracefs)"))
+
+
+def parse_counts(path):
+    """counts.tsv of the count passes (bench/guest-bench.sh trace_counts:
+    "phase<TAB>counter<TAB>value" lines) -> {phase: {counter: int}}, phases
+    in file order. Lines of another shape are skipped."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+                continue
+            out.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return out
+
+
+def _map_total(val):
+    """A bpftrace count map's total: a scalar, or the sum of a keyed map."""
+    if isinstance(val, (int, float)):
+        return val
+    if isinstance(val, dict):
+        return sum(v for v in val.values() if isinstance(v, (int, float)))
+    return None
+
+
+def key_work(bt):
+    """What the key machinery did in the profiled phase, from bench.bt's
+    maps: extent lookups (and those that derived), extent keys derived or
+    found cached, HKDF derivations (all, and of extent keys: context 9),
+    key-slot programs and evictions, key-group starts per reason. A map
+    bpftrace did not print (no event) counts 0; None when bpftrace neither
+    attached its probes nor printed a map (it did not run)."""
+    maps = bt.get("maps") or {}
+    if not maps and not bt.get("probes"):
+        return None
+
+    def get(name, key=None):
+        v = maps.get(name)
+        if key is not None:
+            v = v.get(key) if isinstance(v, dict) else None
+        t = _map_total(v)
+        return 0 if t is None else t
+
+    starts = maps.get("@group_starts")
+    return {
+        "lookups": get("@lookups"),
+        "lookups_derived": get("@lookup_key", "derived"),
+        "key_setups_derived": get("@extent_info_setup", "derived"),
+        "key_setups_cached": get("@extent_info_setup", "cached"),
+        "derivations": get("@derive_by_context"),
+        "derivations_context_9": get("@derive_by_context", "9"),
+        "slot_programs": get("@slot_programs"),
+        "slot_evicts": get("@slot_evicts"),
+        "group_starts": get("@group_starts"),
+        "group_starts_by_reason": (dict(sorted(starts.items()))
+                                   if isinstance(starts, dict) else {}),
+    }
 
 
 def load_folded(d):
@@ -128,6 +190,8 @@ def load_profiles(run):
             folded = load_folded(d)
             if folded is not None:
                 entry["folded"] = folded
+            if os.path.exists(os.path.join(d, "counts.tsv")):
+                entry["counts"] = parse_counts(os.path.join(d, "counts.tsv"))
             if os.path.exists(os.path.join(d, "perf-stat.txt")):
                 with open(os.path.join(d, "perf-stat.txt"),
                           encoding="utf-8", errors="replace") as f:
@@ -155,9 +219,13 @@ def slab_selection(slabs, limit=14):
 
 
 # The slab caches of the key objects: per-extent infos (patch 0003's
-# KMEM_CACHE(fscrypt_extent_info)) and per-inode fscrypt infos. The bench
-# boots with slab_nomerge, so each has its own line in /proc/slabinfo.
-MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_info")
+# KMEM_CACHE(fscrypt_extent_info); with key groups, patch 0020, 24 bytes
+# per extent: its number and a reference to its key), the derived extent
+# keys (0020's KMEM_CACHE(fscrypt_extent_key): one per key group, or per
+# extent with one key per extent; absent before 0020) and per-inode fscrypt
+# infos. The bench boots with slab_nomerge, so each has its own line in
+# /proc/slabinfo.
+MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_extent_key", "fscrypt_info")
 
 
 def profiled_extents(run, arm):

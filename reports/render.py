@@ -10,8 +10,9 @@ from reports.doc import Doc
 from reports.fmt import (
     fmt_ci_of, fmt_mib, fmt_ns, fmt_p, fmt_pct, fmt_ratio, rep_span)
 from reports.runmodel import (
-    COMPARISONS, MAIN_A, MAIN_B, REFERENCE, arm_order, phase_direction)
-from reports.profiles import PROFILE_KINDS
+    ARM_SPECS, COMPARISONS, MAIN_A, MAIN_B, REFERENCE, arm_order,
+    phase_direction)
+from reports.profiles import PROFILE_KINDS, profiled_extents
 from reports.analysis import GOAL_BW_RATIO, GOAL_P99_RATIO
 
 
@@ -43,8 +44,9 @@ def section_header(doc, run, res):
 
 def section_verdicts(doc, res):
     doc.h(2, "Verdicts")
-    doc.p(f"Goals, {MAIN_A} (per-extent keys) against {MAIN_B} (per-inode "
-          f"keys) on fragmented reads: throughput ratio ≥ {GOAL_BW_RATIO}, "
+    doc.p(f"Goals, {MAIN_A} ({arm_what(MAIN_A)}) against {MAIN_B} "
+          f"({arm_what(MAIN_B)}) on fragmented reads: throughput ratio "
+          f"≥ {GOAL_BW_RATIO}, "
           f"p99 completion latency ratio ≤ {GOAL_P99_RATIO}. \"met\" "
           "compares the point estimate (ratio of medians; p99 from bins "
           "merged over reps) with the goal; the 95% CI is a percentile "
@@ -55,6 +57,11 @@ def section_verdicts(doc, res):
           "0.25 (2), 0.26 (3), 0.05 (4), so below 4 reps the bootstrap's "
           "2.5% bound is just the most extreme rep pair, not an estimate.")
     doc.ul(v["text"] for v in res["verdicts"])
+
+
+def arm_what(arm):
+    """An arm's DESCRIPTION (bench/arms/<arm>.conf), or its name."""
+    return ARM_SPECS.get(arm, {}).get("DESCRIPTION") or arm
 
 
 def prep_text(meta):
@@ -134,10 +141,14 @@ def section_arms(doc, run):
           "computes none of it): the mkfs command it ran, the mount options "
           "as `/proc/mounts` showed them after mounting, the tuning it "
           "applied, and the key mode the kernel reported (btrfs: its "
-          "`fscrypt_per_*_keys` option in `/proc/mounts`; otherwise the "
-          "policy read back with `FS_IOC_GET_ENCRYPTION_POLICY_EX`). The "
-          "guest fails the run when an arm's key mode is not the one its "
-          "name says.")
+          "`fscrypt_per_*_keys` option in `/proc/mounts`, and with "
+          "per-extent keys its `fscrypt_extents_per_key=N` when the "
+          "extents of a key group are bounded: per-extent = key groups "
+          "without a bound, per-extent-key = one key per extent (N = 1); "
+          "otherwise the policy read back with "
+          "`FS_IOC_GET_ENCRYPTION_POLICY_EX`). The guest fails the run when "
+          "an arm's key mode is not the one its name says.")
+    doc.ul(f"`{a}`: {arm_what(a)}" for a in run["arms"] if a in ARM_SPECS)
     rows = []
     for arm, spec in run["arms"].items():
         if arm in run["measured"]:
@@ -280,31 +291,42 @@ def section_comparisons(doc, run, res, plots):
                "per-rep ratios (in rep order)"], rows,
               [mw_footnote(na, nb) for na, nb in sorted(small)])
     doc.ul(f"`{a}/{b}`: {label}" for a, b, label in COMPARISONS)
-    doc.h(3, f"{MAIN_A} / {MAIN_B}")
-    main = [c for c in res["comparisons"]
-            if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
-    if any(c["status"] == "measured" for c in main):
-        doc.img(plots["ratio"], "per-extent / per-inode ratios")
+    # the main comparison and every other arm against the same reference
+    # (e.g. one key per extent, the upstream design, against per-inode keys)
+    pairs = [(a, b, label) for a, b, label in COMPARISONS if b == MAIN_B]
+    doc.h(3, f"Against {MAIN_B}: " + ", ".join(
+        f"{a} / {b}" + (" (main)" if (a, b) == (MAIN_A, MAIN_B) else "")
+        for a, b, _ in pairs))
+    group = [c for c in res["comparisons"]
+             if any((c["a"], c["b"]) == (a, b) for a, b, _ in pairs)]
+    main = [c for c in group if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
+    if not any(c["status"] == "measured" for c in main):
+        reason = next((c["reason"] for c in main
+                       if c["status"] != "measured"), "no data")
+        doc.p(f"**Main comparison not measured: {reason}.**")
+    if any(c["status"] == "measured" for c in group):
+        doc.img(plots["ratio"], f"ratios against {MAIN_B}")
         rows = []
-        for c in main:
-            if c["status"] != "measured":
-                rows.append((c["phase"], "not measured", "", "", ""))
-                continue
-            lat = c["latency"]
-            rows.append((c["phase"], fmt_ratio(c["bw"]["ratio"]),
-                         fmt_ci_of(c["bw"]),
-                         fmt_ratio(lat["p99"]["ratio"]),
-                         fmt_ci_of(lat["p99"])))
-        doc.table(["phase", "throughput ratio", "95% CI", "p99 ratio",
-                   "95% CI"], rows)
-    else:
-        reason = next((c["reason"] for c in res["comparisons"]
-                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)
-                       and c["status"] != "measured"), "no data")
-        doc.p(f"**Not measured: {reason}.**")
-        if plots.get("ratio"):
-            doc.img(plots["ratio"], "per-extent / per-inode ratio: not "
-                    "measured")
+        for a, b, label in pairs:
+            for c in group:
+                if (c["a"], c["b"]) != (a, b):
+                    continue
+                name = f"{a} / {b}"
+                if c["status"] != "measured":
+                    rows.append((name, c["phase"],
+                                 f"not measured: {c['reason']}", "", "", ""))
+                    continue
+                lat = c["latency"]
+                rows.append((name, c["phase"], fmt_ratio(c["bw"]["ratio"]),
+                             fmt_ci_of(c["bw"]),
+                             fmt_ratio(lat["p99"]["ratio"]),
+                             fmt_ci_of(lat["p99"])))
+        doc.table(["comparison", "phase", "throughput ratio", "95% CI",
+                   "p99 ratio", "95% CI"], rows,
+                  [f"`{a}/{b}`: {label}" for a, b, label in pairs])
+    elif plots.get("ratio"):
+        doc.img(plots["ratio"], "per-extent / per-inode ratio: not "
+                "measured")
     if plots.get("comparisons"):
         doc.img(plots["comparisons"], "all comparisons")
 
@@ -384,6 +406,7 @@ def section_profiles(doc, run, res, plots):
         doc.table(["arm", "map", "value"],
                   [(a, f"`{n}`", json.dumps(v, sort_keys=True))
                    for a, n, v in maps])
+    section_key_work(doc, run, res)
     doc.h(3, "Key derivations vs extents")
     if plots.get("derivations"):
         doc.img(plots["derivations"], "derivations vs extents")
@@ -413,6 +436,140 @@ def section_profiles(doc, run, res, plots):
             doc.code(f"perf stat, {a}", "\n".join(lines[:200]))
     else:
         doc.p("perf stat: not collected.")
+
+
+def _reasons(by_reason):
+    """"extents 3, new 1" of the reasons that occurred, or "-"."""
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(by_reason.items())
+                     if v) or "-"
+
+
+def section_key_work(doc, run, res):
+    """Derivations, key-slot programs and key-group starts per arm: the
+    profiled phase (bench.bt) and the count passes (tracefs)."""
+    doc.h(3, "Key work per arm")
+    kw = res.get("key_work") or {}
+    phase = run["meta"].get("profile_phase") or "the profiled phase"
+    doc.p(f"What the key machinery did in the profiled phase ({phase}, "
+          "cold cache), from `profiles/bench.bt`: extent lookups (and those "
+          "that had to derive their key), extent keys derived or found "
+          "cached (`fscrypt_extent_info_setup`), HKDF derivations (all "
+          "contexts, and of extent keys: context 9), key-slot programs "
+          "(an AES key schedule each) and evictions, and key-group starts "
+          "per reason (they happen when a file writes the first extent of "
+          "a group, so a read has none). An event bpftrace did not see "
+          "counts 0.")
+    rows = []
+    for arm in run["arms"]:
+        if arm in run["not_measured"]:
+            rows.append((arm, f"skipped: {run['not_measured'][arm]}", "",
+                         "", "", "", "", "", ""))
+            continue
+        k = kw.get(arm)
+        if not k:
+            rows.append((arm, "not collected", "", "", "", "", "", "", ""))
+            continue
+        x = profiled_extents(run, arm)
+        rows.append((arm, "-" if x is None else f"{x:g}",
+                     f"{k['lookups']:g} ({k['lookups_derived']:g})",
+                     f"{k['key_setups_derived']:g}",
+                     f"{k['key_setups_cached']:g}",
+                     f"{k['derivations']:g} ({k['derivations_context_9']:g})",
+                     f"{k['slot_programs']:g}", f"{k['slot_evicts']:g}",
+                     f"{k['group_starts']:g}: "
+                     f"{_reasons(k['group_starts_by_reason'])}"))
+    doc.table(["arm", "extents of the file read", "lookups (derived)",
+               "extent keys derived", "extent keys cached",
+               "HKDF derivations (extent keys)", "key-slot programs",
+               "key-slot evictions", "key-group starts: per reason"], rows,
+              ["raw data: `profiles/<arm>/bpftrace.json` (maps @lookups, "
+               "@lookup_key, @extent_info_setup, @derive_by_context, "
+               "@slot_programs, @slot_evicts, @group_starts)"])
+    counts = res.get("counts") or {}
+    if not counts:
+        return
+    doc.h(3, "Counted passes (tracefs)")
+    doc.p("Phases the profiled repetition ran once more each, from a cold "
+          "cache, with the fscrypt events recorded through tracefs "
+          "(`trace_counts` in bench/guest-bench.sh); `write-gN` is the "
+          "writing of a file during the preparation. Lost events must be "
+          "0 for the counts to be whole.")
+    rows = []
+    for arm, phases in counts.items():
+        for ph, c in phases.items():
+            starts = {k[len("group_starts_"):]: v for k, v in c.items()
+                      if k.startswith("group_starts_")}
+            rows.append((arm, f"`{ph}`", c.get("lookups", 0),
+                         c.get("key_setups_derived", 0),
+                         c.get("key_setups_cached", 0),
+                         f"{c.get('derivations', 0)} "
+                         f"({c.get('derivations_context_9', 0)})",
+                         c.get("slot_programs", 0), c.get("slot_evicts", 0),
+                         f"{c.get('group_starts', 0)}: {_reasons(starts)}",
+                         ("**" + str(c["lost_events"]) + "**")
+                         if c.get("lost_events") else 0))
+    doc.table(["arm", "phase", "lookups", "extent keys derived",
+               "extent keys cached", "HKDF derivations (extent keys)",
+               "key-slot programs", "key-slot evictions",
+               "key-group starts: per reason", "lost events"], rows,
+              ["raw data: `profiles/<arm>/counts.tsv`"])
+
+
+def section_groupsweep(doc, run, res, plots):
+    sw = res.get("groupsweep")
+    if not sw:
+        return
+    doc.h(2, "Cost against the size of key groups")
+    doc.p("Each point N is a file written with at most N extents per key "
+          "group (`fscrypt_extents_per_key=N` set by remounting just before "
+          "writing it; N = 1 gives every extent a key of its own, the "
+          "upstream design; no bound (0) gives the whole file one key), "
+          "with the layout of the fragmented workload's file, then read "
+          "from a cold cache in every rep. The reference arm writes and "
+          "reads the same files in the same order (its keys do not depend "
+          "on N), so both filesystems hold the same files. Ratio = median "
+          "throughput of the arm / median of its reference, 95% bootstrap "
+          f"CI (none with too few reps: {L.reps_needed_text()}). Counts, "
+          "of the arm: its counted read of each file (extent keys derived, "
+          "key-slot programs: an AES key schedule each; the key pool has "
+          "`fscrypto.extent_key_slots` slots, 32 by default, so a read "
+          "whose consecutive blocks belong to more keys than that programs "
+          "a slot for most blocks) and the writing of the file (keys "
+          "derived, key groups started; one key per extent, N = 1, starts "
+          "no group: its extents get version 1 contexts); key groups "
+          "expected = ceil(extents read / N).")
+    if plots.get("groupsweep"):
+        doc.img(plots["groupsweep"], "cost against extents per key group")
+    for s in sw["sweeps"]:
+        doc.h(3, f"{s['kind']}: {s['a']} / {s['b']}")
+        rows = []
+        for p in s["points"]:
+            rc, wc = p["read_counts"] or {}, p["write_counts"] or {}
+            rows.append((
+                str(p["n"]) if p["bounded"] else "0 (no bound)",
+                "-" if p["extents"] is None else f"{p['extents']:g}",
+                "-" if p["groups_expected"] is None
+                else f"{p['groups_expected']:g}",
+                wc.get("key_setups_derived", "not counted"),
+                wc.get("group_starts", "not counted"),
+                fmt_mib(p["bw_a_median"]), fmt_mib(p["bw_b_median"]),
+                fmt_ratio(p["ratio"]),
+                fmt_ci_of({"ci_lo": p["ci_lo"], "ci_hi": p["ci_hi"],
+                           "ci_supported": p["ci_supported"],
+                           "not_conclusive": p["not_conclusive"]}),
+                rc.get("key_setups_derived", "not counted"),
+                rc.get("slot_programs", "not counted"),
+                rc.get("lookups", "not counted")))
+        doc.table(["N (extents per key at most)", "extents (FIEMAP)",
+                   "key groups expected", "keys derived (write)",
+                   "key groups started (write)",
+                   f"{s['a']} median MiB/s", f"{s['b']} median MiB/s",
+                   "throughput ratio", "95% CI", "keys derived (read)",
+                   "key-slot programs (read)", "lookups (read)"], rows,
+                  [f"raw data: `raw/<arm>/rep<N>/{s['kind']}-g<N>.json`, "
+                   "`profiles/<arm>/counts.tsv`"])
+    for arm, why in run["not_measured"].items():
+        doc.p(f"{arm}: skipped: {why}")
 
 
 def section_scaling(doc, run, res, plots):
@@ -485,8 +642,11 @@ def section_tail(doc, run, res, threshold, plots):
 def section_memory(doc, run, res, plots):
     doc.h(2, "Memory of the key objects")
     mem = res.get("memory") or {}
-    doc.p("Slab caches `fscrypt_extent_info` (per-extent key objects) and "
-          "`fscrypt_info` (per-inode fscrypt infos), from `/proc/slabinfo` "
+    doc.p("Slab caches `fscrypt_extent_info` (one per extent: with key "
+          "groups its number and a reference to its key), "
+          "`fscrypt_extent_key` (the derived extent keys, one per key group; "
+          "absent on kernels before key groups) and `fscrypt_info` "
+          "(per-inode fscrypt infos), from `/proc/slabinfo` "
           "in the profiled repetition: before the read phase (after "
           "dropping caches) and right after it, while the file's inode is "
           "still cached. Objects are active objects; KiB = active objects x "
@@ -590,5 +750,6 @@ def build_doc(run, res, threshold, plots):
     section_memory(doc, run, res, plots)
     section_flames(doc, run, res)
     section_scaling(doc, run, res, plots)
+    section_groupsweep(doc, run, res, plots)
     section_tail(doc, run, res, threshold, plots)
     return doc

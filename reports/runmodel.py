@@ -442,7 +442,8 @@ def collect(vm, job, run):
         "extent_checks": checks,
         "profiled_extent_counts": profiled,
         "overrides": {k: env[k] for k in ("MIN_EXTENTS", "MAX_EXTENTS",
-                                          "SCALE_MIN", "SCALE_BUDGET")
+                                          "SCALE_MIN", "SCALE_BUDGET",
+                                          "GROUP_SIZES")
                       if k in env},
         "min_extents": int(_guest_text(bench, "min-extents")),
         # A deliberate slowdown (fscrypto.extent_lookup_delay_us), used to

@@ -2,13 +2,17 @@
 outputs in the raw run format (reports/README.md), nothing measured.
 
     /usr/bin/python3 -m reports.synthrun RUN_DIR [--seed N] [--reps N]
-        [--scale ARM=FACTOR ...] [--skip a,b] [--scaling-phases] [--extras]
+        [--scale ARM=FACTOR ...] [--skip a,b] [--scaling-phases]
+        [--groupsweep] [--extras]
 
 Arms run at fixed relative speeds (btrfs-extent 0.985 of btrfs-inode, ...)
 with 1% noise per rep; --scale multiplies an arm's speed (a regression),
 --skip marks arms skipped, --extras adds profiles/, scaling.json and
 extent counts of known values, --scaling-phases writes the scaling
-workload's KIND-eN phases with exactly known throughput.
+workload's KIND-eN phases with exactly known throughput, --groupsweep the
+groupsweep workload's seqread-gN phases (btrfs-extent and btrfs-inode
+only, the others skipped) with exactly known throughput, FIEMAP checks
+and count passes.
 """
 import argparse
 import gzip
@@ -21,27 +25,28 @@ import numpy as np
 from reports import runmodel as M
 
 # made-up relative throughput of each arm (btrfs-inode = 1)
-SPEED = {"btrfs-extent": 0.985, "btrfs-inode": 1.0, "btrfs-plain": 1.10,
-         "ext4-inode": 1.05, "ext4-plain": 1.15}
+SPEED = {"btrfs-extent": 0.985, "btrfs-extent-key": 0.77, "btrfs-inode": 1.0,
+         "btrfs-plain": 1.10, "ext4-inode": 1.05, "ext4-plain": 1.15}
 
 
 def arm_facts(arm, fs, mkfs, enc, i):
     """What a guest records for a measured arm (facts.tsv), as a kernel
-    with per-extent keys would show it."""
-    dev, mnt = f"/dev/vd{'defgh'[i]}", f"/mnt/bench-{arm}"
-    opts = {"btrfs-inode": "fscrypt_per_inode_keys"}.get(arm, "")
-    mounted = ("rw,relatime,space_cache=v2,"
-               + ("fscrypt_per_inode_keys" if arm == "btrfs-inode"
-                  else "fscrypt_per_extent_keys")
-               + ",subvolid=5,subvol=/") if fs == "btrfs" else "rw,relatime"
+    with key groups would show it for the arm's mount options."""
+    dev, mnt = f"/dev/vd{'defghijk'[i]}", f"/mnt/bench-{arm}"
+    opts = M.ARM_SPECS.get(arm, {}).get("MOUNT_OPTS", "")
+    per_key = opts.partition("fscrypt_extents_per_key=")[2].split(",")[0]
+    keys = ("fscrypt_per_inode_keys" if "fscrypt_per_inode_keys" in opts
+            else "fscrypt_per_extent_keys"
+            + (f",fscrypt_extents_per_key={per_key}"
+               if per_key not in ("", "0") else ""))
+    mounted = (f"rw,relatime,space_cache=v2,{keys},subvolid=5,subvol=/"
+               if fs == "btrfs" else "rw,relatime")
     policy = ("policy v2 contents=1 filenames=4 flags=0x2 keys=per-file"
               if enc else "")
-    mode, source = (("per-extent", "/proc/mounts: fscrypt_per_extent_keys")
-                    if arm == "btrfs-extent" else
-                    ("per-inode", "/proc/mounts: fscrypt_per_inode_keys")
-                    if arm == "btrfs-inode" else
-                    ("per-inode", f"policy read back: {policy}") if enc else
-                    ("none", "no encryption policy"))
+    mode, source = (("none", "no encryption policy") if not enc else
+                    ("per-inode", f"policy read back: {policy}")
+                    if fs != "btrfs" else
+                    (M.ARM_SPECS[arm]["KEY_MODE"], f"/proc/mounts: {keys}"))
     return {"status": "measured", "fs": fs, "mkfs": f"{mkfs} {dev}",
             "mount_cmd": f"mount -t {fs}{' -o ' + opts if opts else ''} "
                          f"{dev} {mnt}",
@@ -53,11 +58,12 @@ def arm_facts(arm, fs, mkfs, enc, i):
 
 
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
-             scaling_phases=False, extras=False):
+             scaling_phases=False, extras=False, groupsweep=False):
     """Write a synthetic RUN_DIR (see the module docstring)."""
     a = argparse.Namespace(run_dir=run_dir, seed=seed, reps=reps,
                            scale=list(scale), skip=skip,
-                           scaling_phases=scaling_phases, extras=extras)
+                           scaling_phases=scaling_phases, extras=extras,
+                           groupsweep=groupsweep)
     rng = np.random.default_rng(a.seed)
     scale = {k: float(v) for k, v in (s.split("=") for s in a.scale)}
     skip = set(filter(None, a.skip.split(",")))
@@ -71,6 +77,12 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         # 4096 bytes per 10 us, and per 20 us: cost 10 and 20 us per 4 KiB
         PHASES = {"seqread-e1024": ("read", 409.6e6, 131072),
                   "seqread-e4096": ("read", 204.8e6, 131072)}
+    # groupsweep: points N = 1, 16 and 0 (no bound); btrfs-extent reads at
+    # 0.5, 0.9 and 0.98 of btrfs-inode's 100e6 bytes/s
+    SWEEP = {1: 0.5, 16: 0.9, 0: 0.98}
+    if a.groupsweep:
+        PHASES = {f"seqread-g{n}": ("read", 100e6, 131072) for n in SWEEP}
+        skip |= {x for x in ARMS if x not in ("btrfs-extent", "btrfs-inode")}
     PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
             "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
             "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
@@ -117,8 +129,11 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             for ph, (direction, base, bs) in PHASES.items():
                 job = {"jobname": ph, "groupid": 0, "error": 0,
                        "read": idle(), "write": idle(), "trim": idle()}
-                noise = 1.0 if a.scaling_phases else rng.normal(1.0, 0.01)
-                job[direction] = side(base * f * noise, bs, 1 / f)
+                noise = (1.0 if a.scaling_phases or a.groupsweep
+                         else rng.normal(1.0, 0.01))
+                g = (SWEEP[int(ph.partition("-g")[2])] / ARMS[arm][3]
+                     if a.groupsweep and arm == "btrfs-extent" else 1.0)
+                job[direction] = side(base * f * g * noise, bs, 1 / f)
                 with open(os.path.join(d, ph + ".json"), "w") as fh:
                     fh.write("note: both iodepth >= 1 and synchronous I/O engine "
                              "are selected, queue depth will be capped at 1\n")
@@ -141,6 +156,45 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              "shared": 0, "min": n, "max": None, "path": f"/m/frag-e{n}"}
             for arm in measured for rep in range(1, a.reps + 1)
             for n in (1024, 4096)]
+    if a.groupsweep:
+        meta["workload"] = "groupsweep"
+        # btrfs-extent: a file per point, 17408 extents; btrfs-inode: one
+        meta["extent_checks"] = [
+            {"arm": "btrfs-extent", "rep": rep, "label": f"g{n}",
+             "extents": 17408, "shared": 0, "min": 16384, "max": None,
+             "path": f"/m/bench/frag-g{n}"}
+            for rep in range(1, a.reps + 1) for n in SWEEP] + [
+            {"arm": "btrfs-inode", "rep": rep, "label": "frag",
+             "extents": 17408, "shared": 0, "min": 16384, "max": None,
+             "path": "/m/bench/frag"} for rep in range(1, a.reps + 1)]
+        # count passes: the read of each file derives one key per group and
+        # programs a slot per extent up to N = 16; the writing derived the
+        # keys and started the groups
+        for arm in measured:
+            d = os.path.join(a.run_dir, "profiles", arm)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "counts.tsv"), "w") as fh:
+                for n in SWEEP:
+                    groups = -(-17408 // n) if n else 1
+                    ext = arm == "btrfs-extent"
+                    # (one key per extent, N = 1, starts no group)
+                    starts = 0 if n == 1 else groups
+                    for k, v in (("key_setups_derived", groups if ext else 0),
+                                 ("group_starts", starts if ext else 0),
+                                 ("group_starts_new", 1 if starts and ext
+                                  else 0),
+                                 ("group_starts_extents",
+                                  starts - 1 if starts and ext else 0),
+                                 ("lost_events", 0)):
+                        fh.write(f"write-g{n}\t{k}\t{v}\n")
+                    for k, v in (("lookups", 17408 if ext else 0),
+                                 ("key_setups_derived", groups if ext else 0),
+                                 ("slot_programs",
+                                  (17408 if n and n <= 16 else groups)
+                                  if ext else 0),
+                                 ("derivations", groups + 1 if ext else 1),
+                                 ("lost_events", 0)):
+                        fh.write(f"seqread-g{n}\t{k}\t{v}\n")
     if a.extras:
         meta["extent_counts"] = {arm: [16400 + r for r in range(a.reps)]
                                  for arm in measured}
@@ -153,9 +207,22 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             with open(os.path.join(d, "bpftrace.json"), "w") as fh:
                 fh.write('{"type": "attached_probes", "data": {"probes": 4}}\n')
                 if ARMS[arm][2]:
-                    der = 16400 if arm == "btrfs-extent" else 3
+                    der = 16400 if arm.startswith("btrfs-extent") else 3
                     fh.write(json.dumps({"type": "map", "data": {
                         "@derive_by_context": {"1": der, "2": 1}}}) + "\n")
+                    if arm == "btrfs-extent":
+                        # key work of a read of one key group (known answers)
+                        for name, val in (
+                                ("@lookups", 16400),
+                                ("@lookup_key", {"derived": 1,
+                                                 "cached": 16399}),
+                                ("@extent_info_setup", {"derived": 1,
+                                                        "cached": 16399}),
+                                ("@slot_programs", 2),
+                                ("@group_starts", {"new": 1,
+                                                   "extents": 3})):
+                            fh.write(json.dumps({"type": "map", "data": {
+                                name: val}}) + "\n")
                     for name, mu in (("@lookup_ns", 2000), ("@derive_ns", 9000)):
                         bk = [{"min": 2 ** i, "max": 2 ** (i + 1) - 1,
                                "count": int(1000 * math.exp(-((2 ** i - mu) / mu) ** 2))}
@@ -170,9 +237,14 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                              "<objsize> <objperslab> <pagesperslab> : tunables <limit> "
                              "<batchcount> <sharedfactor> : slabdata <active_slabs> "
                              "<num_slabs> <sharedavail>\n")
-                    ext = 16400 if after and arm == "btrfs-extent" else 0
+                    ext = 16400 if after and arm.startswith("btrfs-extent") \
+                        else 0
+                    # derived keys: one key group, or one key per extent
+                    keys = (0 if not after else 1 if arm == "btrfs-extent"
+                            else 16400 if arm == "btrfs-extent-key" else 0)
                     inf = 60 + (1 if after and ARMS[arm][2] else 0)
                     for cache, size, n in (("fscrypt_extent_info", 128, ext),
+                                           ("fscrypt_extent_key", 128, keys),
                                            ("fscrypt_info", 136, inf),
                                            ("btrfs_inode", 1080, 300),
                                            ("ext4_inode_cache", 1160, 280),
@@ -219,11 +291,15 @@ def main(argv=None):
     ap.add_argument("--scaling-phases", action="store_true",
                     help="phases seqread-e1024 and seqread-e4096 of "
                          "exactly known throughput, with FIEMAP checks")
+    ap.add_argument("--groupsweep", action="store_true",
+                    help="phases seqread-g1, -g16, -g0 of exactly known "
+                         "throughput, FIEMAP checks and count passes "
+                         "(btrfs-extent and btrfs-inode; others skipped)")
     ap.add_argument("--extras", action="store_true",
                     help="also profiles/, scaling.json, extent_counts")
     a = ap.parse_args(argv)
     make_run(a.run_dir, a.seed, a.reps, a.scale, a.skip, a.scaling_phases,
-             a.extras)
+             a.extras, a.groupsweep)
 
 
 if __name__ == "__main__":

@@ -73,9 +73,9 @@ class History(unittest.TestCase):
         self.assertEqual([r[0] for r in runs],
                          [os.path.basename(r) for r in self.runs])
         self.assertEqual(runs[0][1:], ("tcg", "0123abc", "feedbeef", 5))
-        # 4 comparisons x 3 phases, all arms measured
+        # 5 comparisons (bench/arms/) x 3 phases, all arms measured
         n = db.execute("SELECT COUNT(*) FROM ratios").fetchone()[0]
-        self.assertEqual(n, 3 * 12)
+        self.assertEqual(n, 3 * 15)
         db.close()
 
     def test_values_and_ci(self):
@@ -102,12 +102,12 @@ class History(unittest.TestCase):
                  self.store)
 
     def test_trend_page_links_every_point_to_its_report(self):
-        self.assertEqual(self.n, 12)
+        self.assertEqual(self.n, 15)
         with open(os.path.join(self.out, "index.html")) as f:
             page = f.read()
         svg_links = re.findall(r'<a xlink:href="([^"]+)"', page)
-        # the two 5-rep runs and the 1-rep run, in each of the 12 plots
-        self.assertEqual(len(svg_links), 3 * 12)
+        # the two 5-rep runs and the 1-rep run, in each of the 15 plots
+        self.assertEqual(len(svg_links), 3 * 15)
         for link in set(svg_links):
             self.assertTrue(os.path.exists(os.path.join(self.out, link)),
                             link)

@@ -183,13 +183,23 @@ class Collect(unittest.TestCase):
 
     def test_arms_are_data(self):
         # the lab's own arm files: order and comparisons, main one first
-        self.assertEqual(M.KNOWN_ARMS, ["btrfs-extent", "btrfs-inode",
+        self.assertEqual(M.KNOWN_ARMS, ["btrfs-extent", "btrfs-extent-key",
+                                        "btrfs-inode",
                                         "btrfs-plain", "ext4-inode",
                                         "ext4-plain"])
         self.assertEqual((M.MAIN_A, M.MAIN_B), ("btrfs-extent",
                                                 "btrfs-inode"))
         self.assertEqual(M.ARM_SPECS["btrfs-inode"]["MOUNT_OPTS"],
                          "fscrypt_per_inode_keys")
+        # one key per extent (the upstream design) against per-inode keys,
+        # right after the main comparison
+        self.assertEqual([(a, b) for a, b, _ in M.COMPARISONS[:2]],
+                         [("btrfs-extent", "btrfs-inode"),
+                          ("btrfs-extent-key", "btrfs-inode")])
+        self.assertEqual(M.ARM_SPECS["btrfs-extent-key"]["MOUNT_OPTS"],
+                         "fscrypt_extents_per_key=1")
+        self.assertEqual(M.ARM_SPECS["btrfs-extent-key"]["KEY_MODE"],
+                         "per-extent-key")
         # a directory of other arms: read as they are
         d = os.path.join(self.root, "arms")
         os.makedirs(d)

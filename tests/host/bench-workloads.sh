@@ -7,7 +7,11 @@
 #   - its FIEMAP promises are well-formed lines (label path min max shared);
 #   - known answers: the scaling points for a few budgets, the phases and
 #     profile phase they give, the files the shared workload's phases read,
-#     and what each promises.
+#     and what each promises; the groupsweep points, phases, count phases,
+#     files, and which mounts it remounts per point;
+#   - the key mode the guest derives from /proc/mounts and the policy, the
+#     arms as bench/arms.sh reads them, and the fscrypt event counts of the
+#     count passes from a made-up tracefs.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 fails=0
@@ -79,6 +83,25 @@ same "shared: targets" "$(for p in seqread-orig randread-reflink seqread-snapsho
 same "shared: every side promises 8192 extents, all shared" "$(in_workload shared wl_checks /m | awk '{print $1, $3, $4, $5}' | xargs)" \
 	"orig 8192 - 8192 reflink 8192 - 8192 snapshot 8192 - 8192"
 
+echo "== groupsweep"
+same "groupsweep: default phases" "$(in_workload groupsweep wl_phases | xargs)" \
+	"seqread-g1 seqread-g4 seqread-g16 seqread-g64 seqread-g256 seqread-g4096 seqread-g0"
+same "groupsweep: GROUP_SIZES override" "$(GROUP_SIZES="16 1 0" in_workload groupsweep wl_phases | xargs)" "seqread-g16 seqread-g1 seqread-g0"
+same "groupsweep: a point that is not a number gives no phases" "$(GROUP_SIZES="1 x" in_workload groupsweep wl_phases 2>/dev/null)" ""
+same "groupsweep: a point twice gives no phases" "$(GROUP_SIZES="4 1 04" in_workload groupsweep wl_phases 2>/dev/null)" ""
+same "groupsweep: profile phase is the last point (no bound)" "$(in_workload groupsweep wl_profile_phase)" "seqread-g0"
+same "groupsweep: every point's read is counted" "$(GROUP_SIZES="1 64" in_workload groupsweep wl_count_phases | xargs)" "seqread-g1 seqread-g64"
+mounts=$(mktemp)
+printf '%s\n' "/dev/vdd /x btrfs rw,relatime,space_cache=v2,fscrypt_per_extent_keys,subvolid=5,subvol=/ 0 0" \
+	"/dev/vde /y btrfs rw,relatime,space_cache=v2,fscrypt_per_inode_keys,subvolid=5,subvol=/ 0 0" >"$mounts"
+same "groupsweep: which mounts remount per point (per-extent keys)" \
+	"$(for m in /x /y /z; do PROC_MOUNTS=$mounts in_workload groupsweep per_extent_mount $m && echo "$m"; done | xargs)" "/x"
+rm -f "$mounts"
+same "groupsweep: a file per point, each checked once" "$(in_workload groupsweep wl_checks /x seqread-g1 seqread-g0 seqread-g1)" \
+	"g1 /x/bench/frag-g1 16384 - 0
+g0 /x/bench/frag-g0 16384 - 0"
+same "groupsweep: targets" "$(in_workload groupsweep wl_target /y seqread-g4096)" "/y/bench/frag-g4096"
+
 echo "== sequential and fragmented"
 same "sequential: at most 64 extents" "$(in_workload sequential wl_checks /m)" "seq /m/bench/seq 1 64 0"
 same "fragmented: at least 16384 extents" "$(in_workload fragmented wl_checks /m)" "frag /m/bench/frag 16384 - 0"
@@ -94,6 +117,10 @@ key_mode() { # mount-options policy
 tab=$'\t'
 same "key mode: btrfs per-extent from /proc/mounts" "$(key_mode rw,relatime,space_cache=v2,fscrypt_per_extent_keys,subvolid=5 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
 	"per-extent$tab/proc/mounts: fscrypt_per_extent_keys"
+same "key mode: btrfs one key per extent from /proc/mounts" "$(key_mode rw,space_cache=v2,fscrypt_per_extent_keys,fscrypt_extents_per_key=1,subvolid=5 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
+	"per-extent-key$tab/proc/mounts: fscrypt_per_extent_keys,fscrypt_extents_per_key=1"
+same "key mode: btrfs groups of at most 16 extents" "$(key_mode rw,fscrypt_per_extent_keys,fscrypt_extents_per_key=16,subvolid=5 'policy v2 keys=per-file' | cut -f1)" "per-extent-max-16"
+same "key mode: btrfs groups of at most 10 extents are not one key per extent" "$(key_mode rw,fscrypt_per_extent_keys,fscrypt_extents_per_key=10 'policy v2 keys=per-file' | cut -f1)" "per-extent-max-10"
 same "key mode: btrfs per-inode from /proc/mounts" "$(key_mode rw,fscrypt_per_inode_keys,subvolid=5 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
 	"per-inode$tab/proc/mounts: fscrypt_per_inode_keys"
 same "key mode: ext4 from the policy read back" "$(key_mode rw,relatime 'policy v2 contents=1 filenames=4 flags=0x2 keys=per-file')" \
@@ -102,7 +129,7 @@ same "key mode: a DIRECT_KEY policy is not per-inode" "$(key_mode rw 'policy v2 
 same "key mode: unencrypted" "$(key_mode rw,relatime '')" "none${tab}no encryption policy"
 same "key mode: unencrypted btrfs (the option is shown on every mount)" "$(key_mode rw,fscrypt_per_extent_keys,subvolid=5 '')" "none${tab}no encryption policy"
 same "arm key modes" "$(. "$top/bench/arms.sh"; for a in $ALL_ARMS; do arm_key_mode "$a"; done | xargs)" \
-	"per-extent per-inode none per-inode none"
+	"per-extent per-extent-key per-inode none per-inode none"
 
 echo "== arms (bench/arms/*.conf through bench/arms.sh), known answers"
 arm_all() { # feature-root: every arm's fs, mkfs, mount options, encrypted, key mode, unsupported, tuning
@@ -121,18 +148,81 @@ arm_all() { # feature-root: every arm's fs, mkfs, mount options, encrypted, key 
 feat=$(mktemp -d)
 mkdir -p "$feat/sys/fs/btrfs/features"
 touch "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
-same "arms on a kernel with per-extent keys" "$(arm_all "$feat")" "btrfs-extent|btrfs|mkfs.btrfs -q -f||enc|per-extent|
+same "arms on a kernel with per-extent keys" "$(arm_all "$feat")" "btrfs-extent|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=0|enc|per-extent|
+btrfs-extent-key|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=1|enc|per-extent-key|
 btrfs-inode|btrfs|mkfs.btrfs -q -f|fscrypt_per_inode_keys|enc|per-inode|
 btrfs-plain|btrfs|mkfs.btrfs -q -f||plain|none|
 ext4-inode|ext4|mkfs.ext4 -q -F -O encrypt||enc|per-inode|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
 ext4-plain|ext4|mkfs.ext4 -q -F||plain|none|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
 valid_arm ok"
 rm -f "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
-same "arms on a kernel without (btrfs-extent skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)')" \
-	"btrfs-extent|btrfs|mkfs.btrfs -q -f||enc|per-extent|
+same "arms on a kernel without (btrfs-extent and btrfs-extent-key skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)')" \
+	"btrfs-extent|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=0|enc|per-extent|
 btrfs-extent unsupported: btrfs on this kernel encrypts with per-inode keys only (no /sys/fs/btrfs/features/encrypt_extent_keys)
+btrfs-extent-key|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=1|enc|per-extent-key|
+btrfs-extent-key unsupported: btrfs on this kernel encrypts with per-inode keys only (no /sys/fs/btrfs/features/encrypt_extent_keys)
 btrfs-inode|btrfs|mkfs.btrfs -q -f||enc|per-inode|"
 rm -rf "$feat"
+
+echo "== fscrypt event counts of a count pass (trace_start, trace_counts of guest-bench.sh)"
+# A made-up tracefs: the counts come from its trace and per-CPU stats; the
+# events it has are enabled, those it lacks (fscrypt_extent_group_start
+# here, as on a kernel before key groups) are left out.
+ftfs=$(mktemp -d)
+mkdir -p "$ftfs/per_cpu/cpu0" "$ftfs/per_cpu/cpu1"
+for e in fscrypt_extent_lookup fscrypt_extent_info_setup fscrypt_derive_key fscrypt_key_slot_program fscrypt_key_slot_evict; do
+	mkdir -p "$ftfs/events/fscrypt/$e" && echo 0 >"$ftfs/events/fscrypt/$e/enable"
+done
+echo 1408 >"$ftfs/buffer_size_kb"
+traced() { # tfs command...: run a function of guest-bench.sh against the made-up tracefs
+	(
+		eval "$(sed -n '/^tfs=/,/^# One profiled repetition/p' "$top/bench/guest-bench.sh")"
+		# shellcheck disable=SC2034 # read by the guest-bench.sh functions eval'ed above
+		tfs=$1
+		shift
+		"$@"
+	)
+}
+traced "$ftfs" trace_start
+same "trace_start: buffer and events" "$(cat "$ftfs/buffer_size_kb" "$ftfs/tracing_on" "$ftfs/events/fscrypt/fscrypt_derive_key/enable"; [ -e "$ftfs/events/fscrypt/fscrypt_extent_group_start" ] || echo absent)" \
+	"16384
+1
+1
+absent"
+cat >"$ftfs/trace" <<'TRACE'
+# tracer: nop
+#
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+             fio-300     [001] .....    12.000001: fscrypt_extent_lookup: dev=254:48 ino=257 lblk=0 offset=0 nr_blocks=1 derived=1 key_id=7 extent_nr=0 ret=0 duration_ns=900
+             fio-300     [001] .....    12.000002: fscrypt_extent_info_setup: dev=254:48 id=7 cached=0 ret=0 duration_ns=800
+             fio-300     [001] .....    12.000003: fscrypt_derive_key: context=9 info_len=16 key_len=64 ret=0 duration_ns=700
+             fio-300     [001] .....    12.000004: fscrypt_extent_lookup: dev=254:48 ino=257 lblk=1 offset=0 nr_blocks=1 derived=0 key_id=7 extent_nr=1 ret=0 duration_ns=90
+             fio-300     [001] .....    12.000005: fscrypt_extent_info_setup: dev=254:48 id=7 cached=1 ret=0 duration_ns=80
+             fio-300     [001] .....    12.000006: fscrypt_extent_info_setup: dev=254:48 id=8 cached=0 ret=-12 duration_ns=80
+  kworker/u4:1-40    [000] .....    12.000007: fscrypt_key_slot_program: dev=254:48 slot=0 evicted_id=0 id=7 ret=0 duration_ns=300
+  kworker/u4:1-40    [000] .....    12.000008: fscrypt_key_slot_evict: slot=0 id=7
+             fio-300     [001] .....    12.000009: fscrypt_derive_key: context=2 info_len=16 key_len=64 ret=0 duration_ns=700
+             fio-300     [001] .....    12.000010: fscrypt_extent_group_start: dev=254:48 ino=257 key_id=9 reason=extents prev_extents=4 prev_units=4
+             fio-300     [001] .....    12.000011: fscrypt_extent_group_start: dev=254:48 ino=258 key_id=10 reason=new prev_extents=0 prev_units=0
+TRACE
+printf 'entries: 5\noverrun: 0\ndropped events: 0\n' >"$ftfs/per_cpu/cpu0/stats"
+printf 'entries: 9\noverrun: 3\ndropped events: 1\n' >"$ftfs/per_cpu/cpu1/stats"
+same "trace_counts: known counts" "$(traced "$ftfs" trace_counts seqread-g4 | tr '\t' ' ')" "seqread-g4 derivations 2
+seqread-g4 derivations_context_2 1
+seqread-g4 derivations_context_9 1
+seqread-g4 group_starts 2
+seqread-g4 group_starts_extents 1
+seqread-g4 group_starts_new 1
+seqread-g4 key_setups_cached 1
+seqread-g4 key_setups_derived 1
+seqread-g4 lookups 2
+seqread-g4 lookups_derived 1
+seqread-g4 lost_events 4
+seqread-g4 slot_evicts 1
+seqread-g4 slot_programs 1"
+same "trace_counts: tracing and events off again" "$(cat "$ftfs/tracing_on" "$ftfs/events/fscrypt/fscrypt_derive_key/enable")" "0
+0"
+rm -rf "$ftfs"
 
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
