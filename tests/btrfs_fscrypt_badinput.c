@@ -12,33 +12,47 @@
  *  3. when the kernel encrypts files per extent (LAB_BTRFS_EXTENT_KEYS_FEATURE),
  *     a corrupted file extent item of such a file, found by its extent
  *     context (read with BTRFS_IOC_TREE_SEARCH_V2 before unmounting), with
- *     a valid metadata checksum; after a remount and the key, reading the
- *     file fails with EIO or EUCLEAN (which one is printed) and the kernel
- *     log says why:
- *       - a flipped bit of the master key identifier in the context, and
- *         context version 9: the tree-checker does not look inside the
- *         context, fscrypt rejects it ("Rejecting extent encryption
- *         context" and/or btrfs's "bad extent encryption context");
- *       - encryption 2 -> 1 with the item cut to the 53 bytes of an item
- *         without a context, which the tree-checker accepts: btrfs's check
- *         of the item against the per-extent inode ("has encryption 1, the
- *         inode needs 2");
- *       - encryption 2 -> 1 alone: the 87-byte item then breaks the
- *         tree-checker's size rule for encryption 1, so the leaf may be
- *         rejected as a whole (the file does not even open); either
- *         message is accepted.
- *     Every case but the last has a second encrypted file, the partner,
- *     whose file extent item is in the same leaf as the victim's, checked,
- *     else the case fails as vacuous: the subvolume's ROOT_ITEM says its
- *     tree is a single leaf (level 0) at bytenr B, and on the device the
- *     newest copy of the block at B holds both items and is the one the
- *     edit changed (generations alone cannot tell the live leaf: a leaf
- *     written out during a transaction is COWed again in it).  The
- *     tree-checker looks only at the size of an extent context; version,
- *     mode and key identifier are checked when the extent is loaded, so the
- *     error must stay with the victim: the partner reads back byte-exact,
- *     the victim stats, and the directory stats and lists both names.
- *     Also a contents mode that is not the policy's (127);
+ *     a valid metadata checksum; after a remount and the key, the kernel
+ *     must answer as the case says.  By default btrfs writes version 2
+ *     contexts (44 bytes, a key group's key and the extent's number in the
+ *     group: 97-byte items); under `mount -o remount,fscrypt_extents_per_key=1`
+ *     version 1 contexts (34 bytes, a key per extent: 87-byte items).
+ *       - rejected by fscrypt when the extent is loaded: the file opens,
+ *         read() fails (EUCLEAN, or EIO), fscrypt warns "Rejecting extent
+ *         encryption context (WHY, LEN bytes, version V)" naming the
+ *         inode, and btrfs logs "bad extent encryption context in root R
+ *         ino I offset 0 (extent at B)" with the victim's inode and disk
+ *         bytenr.  Version 2: a flipped bit of the key identifier (master
+ *         key differs), version 9 (unknown version), version 2 -> 1 in the
+ *         97-byte item (wrong size, 44 bytes, version 1), contents mode 127
+ *         (contents mode differs), flags 1 and reserved byte 0x80 (unknown
+ *         flags), extent number 2^32 (out of range).  Version 1: key
+ *         identifier, version 9, version 1 -> 2 in the 87-byte item (wrong
+ *         size, 34 bytes, version 2), mode 127;
+ *       - extent number 2^32 - 1, the largest valid one: accepted (the
+ *         bound is exactly 2^32): the file reads without an error, but not
+ *         the data written (another IV), nothing is logged, and btrfs check
+ *         finds the filesystem clean;
+ *       - rejected by btrfs's check of the item against the per-extent
+ *         inode when the extent is loaded ("has encryption 1/0, the inode
+ *         needs 2"): encryption 2 -> 1 and 2 -> 0 with the item cut to the
+ *         53 bytes of an item without a context, which the tree-checker
+ *         accepts;
+ *       - rejected by the tree-checker, the whole leaf (the file does not
+ *         even open, and the partner in that leaf fails too): the item cut
+ *         to 93 bytes (53 + 40, neither version's size: "invalid item size
+ *         for reg/prealloc file extent, have 93 expect 97"), and encryption
+ *         2 -> 1 with the item left at 97 bytes ("have 97 expect 53").
+ *     Every case has a second encrypted file, the partner, whose file
+ *     extent item is in the same leaf as the victim's, checked, else the
+ *     case fails as vacuous: the subvolume's ROOT_ITEM says its tree is a
+ *     single leaf (level 0) at bytenr B, and on the device the newest copy
+ *     of the block at B holds both items and is the one the edit changed
+ *     (generations alone cannot tell the live leaf: a leaf written out
+ *     during a transaction is COWed again in it).  Where the extent is
+ *     rejected at load, the error must stay with the victim: the partner
+ *     reads back byte-exact, the victim stats, and the directory stats and
+ *     lists both names;
  *  4. an inline file extent item in an encrypted regular file (per-inode
  *     keys, mount option fscrypt_per_inode_keys, when the kernel has
  *     per-extent keys): the 53-byte item of the victim's only extent, at
@@ -54,12 +68,13 @@
  *
  * The console check of the runner fails the run if any of this oopses.
  *
- * Every corruption of 2.-4. must also be found by the image's patched
- * `btrfs check --readonly` (patches/btrfs-progs/): before the edit the
- * same filesystem checks clean (so the check can tell), after it the check
- * exits non-zero and names the victim's inode (and, for extents, the file
- * offset) with the reason.  Two corruptions only the checker is asked
- * about, since the kernel has nothing to refuse: the victim's context item
+ * Every corruption of 2.-4. (but the valid extent number 2^32 - 1) must
+ * also be found by the image's patched `btrfs check --readonly`
+ * (patches/btrfs-progs/): before the edit the same filesystem checks clean
+ * (so the check can tell), after it the check exits non-zero and names the
+ * victim's inode (and, for extents, the file offset) with the reason (for
+ * extent contexts, the reason as btrfs-progs words it, which is not
+ * fscrypt's wording).  Two corruptions only the checker is asked about, since the kernel has nothing to refuse: the victim's context item
  * turned into an unknown key type (an encrypted inode without a context),
  * and, with per-extent keys, encryption 2 -> 0 with the item cut to 53
  * bytes (an unencrypted extent in an encrypted file; the kernel must fail
@@ -237,7 +252,7 @@ out:
 #define FE_SIZE LAB_BTRFS_FILE_EXTENT_SIZE
 /* the item's encryption byte is this many bytes before its context */
 #define FE_ENCRYPTION_BEFORE_CTX (FE_SIZE - LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF)
-#define EXTENT_CTX_SIZE LAB_FSCRYPT_EXTENT_CTX_SIZE
+/* extent contexts of a victim that the corruption cases take */
 #define MAX_EXTENT_CTX 4
 
 /*
@@ -530,15 +545,16 @@ static int find_item_by_key(const unsigned char *blk, uint32_t nodesize,
 }
 
 /*
- * A fresh filesystem mounted with @opts (may be NULL) with an encrypted
- * file, victim[] (sv/enc/victim), holding @data, and if @pdata is not NULL
- * the partner (sv/enc/partner) holding @pdata, both written back in one
- * transaction; left mounted.  The files are in a subvolume of their own,
- * so that the filesystem still mounts when a leaf of it is rejected.
+ * A fresh filesystem mounted with @opts (may be NULL), then remounted with
+ * @remount if that is not NULL, with an encrypted file, victim[]
+ * (sv/enc/victim), holding @data, and if @pdata is not NULL the partner
+ * (sv/enc/partner) holding @pdata, both written back in one transaction;
+ * left mounted.  The files are in a subvolume of their own, so that the
+ * filesystem still mounts when a leaf of it is rejected.
  */
 static int make_victim(uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
 		       const void *data, size_t len, const char *opts,
-		       const void *pdata, size_t plen)
+		       const char *remount, const void *pdata, size_t plen)
 {
 	char sv[PATH_MAX];
 
@@ -547,6 +563,8 @@ static int make_victim(uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
 	if (lab_mount(dev, mnt, "btrfs", opts))
 		lab_die("mount %s -o %s: %s", dev, opts ? opts : "(none)",
 			strerror(errno));
+	if (remount && run("mount -o remount,%s %s", remount, mnt))
+		lab_die("mount -o remount,%s %s failed", remount, mnt);
 	PATHF(sv, "%s/sv", mnt);
 	PATHF(enc_dir, "%s/sv/enc", mnt);
 	PATHF(victim, "%s/victim", enc_dir);
@@ -617,10 +635,20 @@ static void expect_partner_intact(const char *what, const void *pdata,
 		       what);
 }
 
-/* Is there a kernel log line matching the extended regex @ere after @marker? */
+/*
+ * Is there a kernel log line matching the extended regex @ere after @marker?
+ * A quote in @ere (the shell command quotes it) matches any character.
+ */
 static int log_has(const char *marker, const char *ere)
 {
-	return run("dmesg | sed -n '/%s/,$p' | grep -E '%s'", marker, ere) == 0;
+	char quoted[512];
+	size_t i;
+
+	snprintf(quoted, sizeof(quoted), "%s", ere);
+	for (i = 0; quoted[i]; i++)
+		if (quoted[i] == '\'')
+			quoted[i] = '.';
+	return run("dmesg | sed -n '/%s/,$p' | grep -E '%s'", marker, quoted) == 0;
 }
 
 /*
@@ -635,7 +663,8 @@ static void expect_check_finds(const char *what, uint64_t ino, const char *msg)
 	int st;
 
 	snprintf(want, sizeof(want), "inode %llu%s", (unsigned long long)ino, msg);
-	printf("%s: btrfs check --readonly must report \"%s\"\n", what, want);
+	printf("%s: btrfs check --readonly must exit non-zero and report \"%s\"\n",
+	       what, want);
 	st = lab_btrfs_check_output(dev, &out);
 	if (st != -1) {
 		CHECK(st != 0, "%s: btrfs check --readonly exited 0 on the corrupted filesystem", what);
@@ -680,7 +709,7 @@ static void test_corrupt_context(unsigned char version, const char *logmsg,
 
 	snprintf(what, sizeof(what), "context version %u", version);
 	fill_pattern(data, sizeof(data), version);
-	if (make_victim(id, data, sizeof(data), NULL, NULL, 0))
+	if (make_victim(id, data, sizeof(data), NULL, NULL, NULL, 0))
 		return;
 	if (CHECK_OK(stat(victim, &st), "stat %s", victim))
 		ino = st.st_ino;
@@ -711,245 +740,324 @@ static void test_corrupt_context(unsigned char version, const char *logmsg,
 
 /* ---- 3. corrupted extent contexts (per-extent keys) -------------------------- */
 
-/*
- * The bytes at @in are an extent context that follows a file extent item
- * with encryption 2 (the searched bytes are the whole context).
- */
-static int is_extent_ctx(const unsigned char *blk, size_t in)
+/* An item size that fits neither version of the context: 53 + 40. */
+#define ODD_CTX_SIZE 40
+/* fscrypt's bound on the extent numbers of a key group */
+#define EXTENT_NR_BOUND (1ULL << 32)
+/* The mount option under which btrfs writes version 1 contexts. */
+#define V1_OPT "fscrypt_extents_per_key=1"
+
+/* How the kernel must answer a corrupted extent. */
+enum ec_outcome {
+	/*
+	 * fscrypt rejects the context when the extent is loaded (-EUCLEAN):
+	 * the file opens, read() fails (EUCLEAN; EIO would do), fscrypt
+	 * warns "Rejecting extent encryption context (@why, @log_len bytes,
+	 * version @log_version)" naming the inode, and btrfs logs "bad
+	 * extent encryption context in root R ino I offset 0 (extent at B)"
+	 * with the victim's disk bytenr; the partner in the same leaf reads
+	 * back.
+	 */
+	AT_LOAD,
+	/*
+	 * btrfs rejects the item against its inode when the extent is
+	 * loaded: the file opens, read() fails (EIO or EUCLEAN), a line
+	 * matching @log_ere; the partner reads back.
+	 */
+	IN_BTRFS,
+	/*
+	 * The tree-checker rejects the leaf: opening or reading the file
+	 * fails (EIO or EUCLEAN), a line matching @log_ere, and the partner,
+	 * in the same leaf, does not read either.
+	 */
+	TREE_CHECKER,
+	/*
+	 * The context is valid (if wrong): the file reads without an error
+	 * (but not the data written), nothing is logged, and btrfs check
+	 * finds the filesystem clean.
+	 */
+	ACCEPTED,
+};
+
+struct extent_case {
+	const char *tag;	/* log marker; letters, digits, '-' */
+	const char *what;
+	int version;		/* of the contexts written: 2, or 1 (V1_OPT) */
+	tree_edit_fn edit;	/* called with the case as its argument */
+	unsigned int off;	/* edit_ctx_byte(): which byte of the context */
+	uint64_t value;		/* what the edit writes */
+	unsigned int cut;	/* edit_cut(): bytes cut from the item's end */
+	enum ec_outcome outcome;
+	const char *why;	/* AT_LOAD */
+	unsigned int log_len, log_version;
+	const char *log_ere;	/* IN_BTRFS, TREE_CHECKER */
+	/* what btrfs check must say after "inode INO" (not for ACCEPTED) */
+	const char *progs_msg;
+};
+
+static size_t ctx_size(const struct extent_case *ec)
 {
-	return in >= FE_SIZE &&
-	       blk[in - FE_ENCRYPTION_BEFORE_CTX] == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
-	       blk[in + LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF] == LAB_FSCRYPT_EXTENT_CTX_V1;
+	return ec->version == LAB_FSCRYPT_EXTENT_CTX_V1 ?
+	       LAB_FSCRYPT_EXTENT_CTX_V1_SIZE : LAB_FSCRYPT_EXTENT_CTX_V2_SIZE;
 }
 
+/*
+ * How much of a context the device is scanned for: a version 1 context
+ * whole; of a version 2 one all but the extent number, so that the needle
+ * ends in the random key nonce.  Ending in the number's zero bytes, it
+ * would make the scan (Boyer-Moore-Horspool) step one byte at a time over
+ * the zeros that most of the device holds.  The key nonce is the file's
+ * key group's, so the prefix finds every extent of the group; the edits
+ * check the item around each find.
+ */
+static size_t ctx_needle_len(const struct extent_case *ec)
+{
+	return ec->version == LAB_FSCRYPT_EXTENT_CTX_V1 ?
+	       LAB_FSCRYPT_EXTENT_CTX_V1_SIZE : LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF;
+}
+
+/*
+ * The bytes at @in are the context of the case's version that follows a
+ * file extent item with encryption 2 of the size of that version (the
+ * searched bytes are the context, or its first ctx_needle_len() bytes).
+ * The item's slot, or -1.
+ */
+static int extent_ctx_slot(const unsigned char *blk, uint32_t nodesize,
+			   size_t in, const struct extent_case *ec)
+{
+	if (in < FE_SIZE ||
+	    blk[in - FE_ENCRYPTION_BEFORE_CTX] != LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT ||
+	    blk[in + LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF] != ec->version)
+		return -1;
+	return find_item(blk, nodesize, in - FE_SIZE, BTRFS_EXTENT_DATA_KEY,
+			 FE_SIZE + ctx_size(ec));
+}
+
+/* One byte of the context (version, mode, flags, reserved) := value. */
+static int edit_ctx_byte(unsigned char *blk, uint32_t nodesize, size_t in,
+			 void *arg)
+{
+	const struct extent_case *ec = arg;
+
+	if (extent_ctx_slot(blk, nodesize, in, ec) < 0)
+		return 0;
+	blk[in + ec->off] = (unsigned char)ec->value;
+	return 1;
+}
+
+/* A flipped bit of the master key identifier (of either version). */
 static int edit_ctx_key_id(unsigned char *blk, uint32_t nodesize, size_t in,
 			   void *arg)
 {
-	(void)nodesize;
-	(void)arg;
-	if (!is_extent_ctx(blk, in))
+	const struct extent_case *ec = arg;
+
+	if (extent_ctx_slot(blk, nodesize, in, ec) < 0)
 		return 0;
-	blk[in + LAB_FSCRYPT_EXTENT_CTX_ID_OFF] ^= 0x01;
+	blk[in + (ec->version == LAB_FSCRYPT_EXTENT_CTX_V1 ?
+		  LAB_FSCRYPT_EXTENT_CTX_V1_ID_OFF :
+		  LAB_FSCRYPT_EXTENT_CTX_V2_ID_OFF)] ^= 0x01;
 	return 1;
 }
 
-static int edit_ctx_version(unsigned char *blk, uint32_t nodesize, size_t in,
-			    void *arg)
+/* The extent number of a version 2 context := value. */
+static int edit_ctx_nr(unsigned char *blk, uint32_t nodesize, size_t in,
+		       void *arg)
 {
-	(void)nodesize;
-	(void)arg;
-	if (!is_extent_ctx(blk, in))
+	const struct extent_case *ec = arg;
+
+	if (ec->version != LAB_FSCRYPT_EXTENT_CTX_V2 ||
+	    extent_ctx_slot(blk, nodesize, in, ec) < 0)
 		return 0;
-	blk[in + LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF] = 9;
+	put_le64(blk + in + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, ec->value);
 	return 1;
 }
 
-/* A contents mode the policy does not have (the policy's is AES-256-XTS). */
-#define BAD_CTX_MODE 127
-
-static int edit_ctx_mode(unsigned char *blk, uint32_t nodesize, size_t in,
-			 void *arg)
-{
-	(void)nodesize;
-	(void)arg;
-	if (!is_extent_ctx(blk, in) ||
-	    blk[in + LAB_FSCRYPT_EXTENT_CTX_MODE_OFF] != FSCRYPT_MODE_AES_256_XTS)
-		return 0;
-	blk[in + LAB_FSCRYPT_EXTENT_CTX_MODE_OFF] = BAD_CTX_MODE;
-	return 1;
-}
-
-/* encryption 2 -> 1, the item still 87 bytes long */
+/* The item's encryption := value, its size left as it is. */
 static int edit_encryption(unsigned char *blk, uint32_t nodesize, size_t in,
 			   void *arg)
 {
-	(void)nodesize;
-	(void)arg;
-	if (!is_extent_ctx(blk, in))
+	const struct extent_case *ec = arg;
+
+	if (extent_ctx_slot(blk, nodesize, in, ec) < 0)
 		return 0;
-	blk[in - FE_ENCRYPTION_BEFORE_CTX] = LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE;
+	blk[in - FE_ENCRYPTION_BEFORE_CTX] = (unsigned char)ec->value;
 	return 1;
 }
 
 /*
- * encryption 2 -> 1, and the item cut to the 53 bytes that encryption 1
- * has (the context dropped), as btrfs_truncate_item() does it: the data of
- * this item and of the items after it (stored below it) move up by 34
- * bytes, and their offsets with them.  So the leaf is one the tree-checker
- * accepts, and only the check of the item against its inode can object.
+ * The item's encryption := value, and its last @cut bytes (of the context)
+ * cut off, as btrfs_truncate_item() does it: the data of this item and of
+ * the items after it (stored below it) move up by @cut bytes, and their
+ * offsets with them.  So the leaf stays well-formed, and only the checks
+ * of the item itself (its size, its encryption against its inode) can
+ * object.
  */
-static int cut_and_set_encryption(unsigned char *blk, uint32_t nodesize,
-				  size_t in, unsigned char encryption)
+static int edit_cut(unsigned char *blk, uint32_t nodesize, size_t in,
+		    void *arg)
 {
-	const uint32_t diff = EXTENT_CTX_SIZE;
-	uint32_t nritems, slot, i, data_end;
+	const struct extent_case *ec = arg;
+	const uint32_t cut = ec->cut, keep = FE_SIZE + ctx_size(ec) - cut;
 	size_t item = in - FE_SIZE;	/* where the item's data starts */
+	uint32_t nritems, slot, i, data_end;
 	unsigned char *it;
 	int found;
 
-	if (!is_extent_ctx(blk, in))
-		return 0;
-	found = find_item(blk, nodesize, item, BTRFS_EXTENT_DATA_KEY,
-			  FE_SIZE + EXTENT_CTX_SIZE);
-	if (found < 0)
+	found = extent_ctx_slot(blk, nodesize, in, ec);
+	if (found < 0 || cut == 0 || cut > ctx_size(ec))
 		return 0;
 	slot = (uint32_t)found;
 	nritems = get_le32(blk + HDR_NRITEMS);
 	data_end = HDR_SIZE + get_le32(blk + HDR_SIZE + (size_t)(nritems - 1) * ITEM_SIZE +
 				       ITEM_OFFSET);
-	if (data_end > item || item + FE_SIZE + EXTENT_CTX_SIZE > nodesize)
+	if (data_end > item || item + FE_SIZE + ctx_size(ec) > nodesize)
 		return 0;
-	memmove(blk + data_end + diff, blk + data_end, item + FE_SIZE - data_end);
-	memset(blk + data_end, 0, diff);
+	memmove(blk + data_end + cut, blk + data_end, item + keep - data_end);
+	memset(blk + data_end, 0, cut);
 	for (i = slot; i < nritems; i++) {
 		it = blk + HDR_SIZE + (size_t)i * ITEM_SIZE;
-		put_le32(it + ITEM_OFFSET, get_le32(it + ITEM_OFFSET) + diff);
+		put_le32(it + ITEM_OFFSET, get_le32(it + ITEM_OFFSET) + cut);
 	}
-	put_le32(blk + HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_DATA_SIZE, FE_SIZE);
-	blk[item + diff + LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] = encryption;
+	put_le32(blk + HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_DATA_SIZE, keep);
+	blk[item + cut + LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] = (unsigned char)ec->value;
 	return 1;
 }
 
-static int edit_encryption_and_size(unsigned char *blk, uint32_t nodesize,
-				    size_t in, void *arg)
+/*
+ * Read the victim back: returns the bytes read (at most @len + 1), or -1
+ * with the error in *@err; *@open_failed says whether open() failed.
+ */
+static ssize_t read_victim(const char *path, unsigned char *buf, size_t len,
+			   int *err, int *open_failed)
 {
-	(void)arg;
-	return cut_and_set_encryption(blk, nodesize, in,
-				      LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE);
-}
-
-/* encryption 2 -> 0 (an unencrypted extent), the item cut to 53 bytes */
-static int edit_plain_and_size(unsigned char *blk, uint32_t nodesize,
-			       size_t in, void *arg)
-{
-	(void)arg;
-	return cut_and_set_encryption(blk, nodesize, in,
-				      LAB_BTRFS_ENCRYPTION_NONE);
-}
-
-struct extent_case {
-	const char *tag;	/* log marker; letters, digits, '-' */
-	const char *what;
-	tree_edit_fn edit;
-	const char *log_ere;	/* the kernel must log a line matching this */
-	/* only the extent is bad: the file must open, and read() must fail */
-	int inode_ok;
-	/* what btrfs check must say after "inode INO file extent at offset 0" */
-	const char *progs_msg;
-};
-
-/* The victim must not read back: record how it fails. */
-static void expect_unreadable(const struct extent_case *ec, const void *data,
-			      size_t len)
-{
-	unsigned char *buf = lab_xmalloc(len + 1);
 	ssize_t n;
-	int fd, e;
+	int fd;
 
+	*open_failed = 0;
 	errno = 0;
-	fd = open(victim, O_RDONLY | O_CLOEXEC);
-	e = errno;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		printf("%s: open() of the file failed with " LAB_ERR_FMT "\n",
-		       ec->what, LAB_ERR_ARGS(e));
-		CHECK(!ec->inode_ok,
-		      "%s: open() failed with " LAB_ERR_FMT "; only the extent is corrupt, the file should open and read() fail",
-		      ec->what, LAB_ERR_ARGS(e));
-		CHECK(e == EIO || e == EUCLEAN,
-		      "%s: open() failed with " LAB_ERR_FMT ", expected EIO or EUCLEAN",
-		      ec->what, LAB_ERR_ARGS(e));
-		free(buf);
-		return;
+		*err = errno;
+		*open_failed = 1;
+		return -1;
 	}
 	errno = 0;
 	n = lab_pread_full(fd, buf, len + 1, 0);
-	e = errno;
+	*err = errno;
 	close(fd);
-	if (n < 0) {
-		printf("%s: read() failed with " LAB_ERR_FMT "\n", ec->what,
-		       LAB_ERR_ARGS(e));
-		CHECK(e == EIO || e == EUCLEAN,
-		      "%s: read() failed with " LAB_ERR_FMT ", expected EIO or EUCLEAN",
-		      ec->what, LAB_ERR_ARGS(e));
-	} else {
-		CHECK(0, "%s: read() of the file returned %zd bytes (%s) instead of failing",
-		      ec->what, n,
-		      (size_t)n == len && memcmp(buf, data, len) == 0 ?
-		      "the data written" : "not the data written");
+	return n;
+}
+
+/* The victim must answer as the case says. */
+static void expect_outcome(const struct extent_case *ec, const void *data,
+			   size_t len)
+{
+	unsigned char *buf = lab_xmalloc(len + 1);
+	int e, open_failed;
+	ssize_t n;
+
+	n = read_victim(victim, buf, len, &e, &open_failed);
+	if (n < 0)
+		printf("%s: %s() of the file failed with " LAB_ERR_FMT "\n",
+		       ec->what, open_failed ? "open" : "read", LAB_ERR_ARGS(e));
+	else
+		printf("%s: read() of the file returned %zd bytes, %s\n", ec->what,
+		       n, (size_t)n == len && !memcmp(buf, data, len) ?
+		       "the data written" : "not the data written");
+	switch (ec->outcome) {
+	case AT_LOAD:
+	case IN_BTRFS:
+		CHECK(n < 0 && !open_failed && (e == EIO || e == EUCLEAN),
+		      "%s: want open() to succeed and read() to fail with EIO or EUCLEAN",
+		      ec->what);
+		break;
+	case TREE_CHECKER:
+		CHECK(n < 0 && (e == EIO || e == EUCLEAN),
+		      "%s: want open() or read() to fail with EIO or EUCLEAN", ec->what);
+		break;
+	case ACCEPTED:
+		CHECK(n == (ssize_t)len && memcmp(buf, data, len) != 0,
+		      "%s: want all %zu bytes read without an error, and not the data written (another IV)",
+		      ec->what, len);
+		break;
 	}
 	free(buf);
 }
 
 /*
- * The per-extent context of the only file extent item of @path (sync'ed
- * before), into @ctx; 0 or -1 (failure recorded).
+ * The contexts of the file extent items of @path (sync'ed before), which
+ * must all have encryption 2 and a context of @ec's version: up to @max
+ * into @ctx, the disk bytenr of the item at file offset 0 into *@bytenr.
+ * The number of items, or -1 (failure recorded).
  */
-static int only_extent_ctx(const char *path, unsigned char ctx[EXTENT_CTX_SIZE])
+static int extent_ctxs(const char *path, const struct extent_case *ec,
+		       unsigned char ctx[][LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE],
+		       size_t max, uint64_t *bytenr)
 {
 	struct lab_btrfs_file_extent *fe = NULL;
-	size_t nfe = 0;
+	struct lab_fscrypt_extent_ctx c;
+	size_t nfe = 0, nctx = 0, i;
 	struct stat st;
-	int ok;
 
+	*bytenr = 0;
 	if (!CHECK_OK(stat(path, &st), "stat %s", path) ||
 	    !CHECK_OK(lab_btrfs_file_extents(path, st.st_ino, &fe, &nfe),
 		      "file extent items of %s through TREE_SEARCH_V2", path))
 		return -1;
-	ok = CHECK(nfe == 1 &&
-		   fe[0].encryption == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
-		   fe[0].item_size == FE_SIZE + EXTENT_CTX_SIZE,
-		   "%s: %zu file extent item(s) (first: encryption %u, %u bytes), expected one with encryption 2 and an extent context",
-		   path, nfe, nfe ? fe[0].encryption : 0,
-		   nfe ? fe[0].item_size : 0);
-	if (ok)
-		memcpy(ctx, fe[0].ctx, EXTENT_CTX_SIZE);
+	for (i = 0; i < nfe; i++) {
+		if (fe[i].encryption != LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT ||
+		    fe[i].item_size != FE_SIZE + ctx_size(ec) ||
+		    fe[i].tail_len != ctx_size(ec) ||
+		    lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &c) ||
+		    c.version != ec->version || nctx == max)
+			continue;
+		memcpy(ctx[nctx++], fe[i].ctx, ctx_size(ec));
+		if (fe[i].file_offset == 0)
+			*bytenr = fe[i].disk_bytenr;
+	}
+	CHECK(nctx >= 1 && nctx == nfe && *bytenr,
+	      "%s: %zu file extent item(s), %zu with encryption 2 and a version %d context of %zu bytes (want all; one at offset 0): not encrypted per extent as the kernel advertises",
+	      path, nfe, nctx, ec->version, ctx_size(ec));
 	free(fe);
-	return ok ? 0 : -1;
+	return nctx == nfe && nctx >= 1 ? (int)nctx : -1;
 }
 
 static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 {
-	unsigned char ctx[MAX_EXTENT_CTX][EXTENT_CTX_SIZE];
-	unsigned char pctx[EXTENT_CTX_SIZE];
+	unsigned char ctx[MAX_EXTENT_CTX][LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE];
+	unsigned char pctx[1][LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
-	struct lab_btrfs_file_extent *fe = NULL;
-	struct leaf_share share = { .needle = pctx, .len = sizeof(pctx) };
+	struct leaf_share share = { .needle = pctx[0], .len = ctx_needle_len(ec) };
 	unsigned char data[8192], pdata[8192];
-	char marker[64];
-	size_t nfe = 0, nctx = 0, i;
+	char marker[64], ere[256];
+	uint64_t bytenr = 0, pbytenr;
+	int n = 0, r, nctx, have_partner;
 	struct stat st;
-	int n = 0, r, have_partner;
+	size_t i;
 
-	printf("== extent context corruption: %s\n", ec->what);
+	printf("== extent context corruption: %s (version %d contexts%s)\n",
+	       ec->what, ec->version,
+	       ec->version == LAB_FSCRYPT_EXTENT_CTX_V1 ? ", written after mount -o remount," V1_OPT : "");
 	fill_pattern(data, sizeof(data), seed);
 	fill_pattern(pdata, sizeof(pdata), seed ^ 0x5a5a0000u);
-	if (make_victim(id, data, sizeof(data), NULL, pdata, sizeof(pdata)))
+	if (make_victim(id, data, sizeof(data), NULL,
+			ec->version == LAB_FSCRYPT_EXTENT_CTX_V1 ? V1_OPT : NULL,
+			pdata, sizeof(pdata)))
 		return;
 	sync();		/* writeback: the file extent items exist now */
-	if (CHECK_OK(stat(victim, &st), "stat %s", victim) &&
-	    CHECK_OK(lab_btrfs_file_extents(victim, st.st_ino, &fe, &nfe),
-		     "file extent items of %s through TREE_SEARCH_V2", victim)) {
-		for (i = 0; i < nfe; i++)
-			if (fe[i].encryption == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
-			    fe[i].item_size == FE_SIZE + EXTENT_CTX_SIZE &&
-			    nctx < MAX_EXTENT_CTX)
-				memcpy(ctx[nctx++], fe[i].ctx, EXTENT_CTX_SIZE);
-		CHECK(nctx >= 1 && nctx == nfe,
-		      "victim: %zu file extent item(s), %zu with encryption 2 and an extent context: the file is not encrypted per extent as the kernel advertises",
-		      nfe, nctx);
-	}
-	free(fe);
-	have_partner = only_extent_ctx(partner, pctx) == 0;
+	memset(&st, 0, sizeof(st));
+	CHECK_OK(stat(victim, &st), "stat %s", victim);
+	nctx = extent_ctxs(victim, ec, ctx, MAX_EXTENT_CTX, &bytenr);
+	have_partner = extent_ctxs(partner, ec, pctx, 1, &pbytenr) == 1;
 	sync();
 	have_partner = have_partner && read_subvol_root(victim, &share) == 0;
 	CHECK_OK(lab_umount(mnt), "umount");
-	if (nctx == 0)
+	if (nctx < 1)
 		return;
 	lab_btrfs_check_clean(dev, "the victim's filesystem, before the corruption");
 
-	for (i = 0; i < nctx; i++) {
-		r = rewrite_tree_blocks("extent context", ctx[i], EXTENT_CTX_SIZE,
-					ec->edit, NULL,
+	for (i = 0; i < (size_t)nctx; i++) {
+		r = rewrite_tree_blocks("extent context", ctx[i], ctx_needle_len(ec),
+					ec->edit, (void *)ec,
 					i == 0 && have_partner ? &share : NULL);
 		if (r < 0)
 			return;
@@ -959,53 +1067,141 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 		   ec->what, dev))
 		return;
 	printf("%s: changed %d tree block cop%s\n", ec->what, n, n == 1 ? "y" : "ies");
-	/* Where the leaf as a whole may be rejected, the partner goes with it. */
-	if (ec->inode_ok && have_partner)
+	if (have_partner)
 		have_partner = check_shared_leaf(ec->what, &share);
 
 	snprintf(marker, sizeof(marker), "lab-badinput-%s-%d", ec->tag, getpid());
 	if (remount_marked(marker, id, NULL))
 		return;
-	expect_unreadable(ec, data, sizeof(data));
-	CHECK(log_has(marker, ec->log_ere),
-	      "%s: no kernel log line matching \"%s\" after the corruption",
-	      ec->what, ec->log_ere);
-	if (ec->inode_ok && have_partner)
+	expect_outcome(ec, data, sizeof(data));
+	switch (ec->outcome) {
+	case AT_LOAD:
+		snprintf(ere, sizeof(ere),
+			 "inode %llu[)]: Rejecting extent encryption context [(]%s, %u bytes, version %u[)]",
+			 (unsigned long long)st.st_ino, ec->why, ec->log_len,
+			 ec->log_version);
+		CHECK(log_has(marker, ere),
+		      "%s: no kernel log line matching \"%s\"", ec->what, ere);
+		snprintf(ere, sizeof(ere),
+			 "bad extent encryption context in root [0-9]+ ino %llu offset 0 [(]extent at %llu[)]",
+			 (unsigned long long)st.st_ino, (unsigned long long)bytenr);
+		CHECK(log_has(marker, ere),
+		      "%s: no kernel log line matching \"%s\"", ec->what, ere);
+		break;
+	case IN_BTRFS:
+	case TREE_CHECKER:
+		CHECK(log_has(marker, ec->log_ere),
+		      "%s: no kernel log line matching \"%s\"", ec->what,
+		      ec->log_ere);
+		break;
+	case ACCEPTED:
+		CHECK(!log_has(marker, "Rejecting extent encryption context|bad extent encryption context|invalid item size"),
+		      "%s: the kernel logged a rejection (above) of a valid context",
+		      ec->what);
+		break;
+	}
+	if (have_partner && ec->outcome != TREE_CHECKER) {
 		expect_partner_intact(ec->what, pdata, sizeof(pdata));
-	if (CHECK_OK(lab_umount(mnt), "umount after corruption"))
+	} else if (have_partner) {
+		unsigned char buf[sizeof(pdata) + 1];
+		int e, open_failed;
+		ssize_t got = read_victim(partner, buf, sizeof(pdata), &e,
+					  &open_failed);
+
+		printf("%s: the partner, in the rejected leaf: %s\n", ec->what,
+		       got < 0 ? strerror(e) : "read back");
+		CHECK(got < 0, "%s: the partner in the same leaf read back: the leaf was not rejected as a whole",
+		      ec->what);
+	}
+	if (!CHECK_OK(lab_umount(mnt), "umount after corruption"))
+		return;
+	if (ec->outcome == ACCEPTED)
+		lab_btrfs_check_clean(dev, "a valid (if wrong) extent context");
+	else
 		expect_check_finds(ec->what, st.st_ino, ec->progs_msg);
 }
 
+#define V1 LAB_FSCRYPT_EXTENT_CTX_V1
+#define V2 LAB_FSCRYPT_EXTENT_CTX_V2
+#define V1_SIZE LAB_FSCRYPT_EXTENT_CTX_V1_SIZE
+#define V2_SIZE LAB_FSCRYPT_EXTENT_CTX_V2_SIZE
+#define CTX_VERSION LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF
+#define CTX_MODE LAB_FSCRYPT_EXTENT_CTX_MODE_OFF
+/* A contents mode the policy does not have (the policy's is AES-256-XTS). */
+#define BAD_CTX_MODE 127
+
 static const struct extent_case extent_cases[] = {
-	/* fscrypt says why when the extent is loaded, not the tree-checker */
-	{ "extent-key-id", "master key identifier of the extent context",
-	  edit_ctx_key_id,
-	  "Rejecting extent encryption context [(]master key differs", 1,
+	/* version 2 contexts (the default): fscrypt says why at load */
+	{ "v2-key-id", "flipped bit of the master key identifier", V2,
+	  edit_ctx_key_id, 0, 0, 0, AT_LOAD,
+	  "master key differs from the file's policy", V2_SIZE, V2, NULL,
 	  " file extent at offset 0: extent context does not fit the inode: master key identifier differs from the inode's policy" },
-	{ "extent-version", "extent context version 9",
-	  edit_ctx_version,
-	  "Rejecting extent encryption context [(]unknown version", 1,
+	{ "v2-version", "context version 9", V2,
+	  edit_ctx_byte, CTX_VERSION, 9, 0, AT_LOAD,
+	  "unknown version", V2_SIZE, 9, NULL,
 	  " file extent at offset 0: bad extent context (version 9): unknown extent context version" },
-	{ "extent-mode", "extent context contents mode 127",
-	  edit_ctx_mode,
-	  "Rejecting extent encryption context [(]contents mode differs", 1,
+	{ "v2-wrong-size", "version 2 -> 1 in a 97-byte item", V2,
+	  edit_ctx_byte, CTX_VERSION, V1, 0, AT_LOAD,
+	  "wrong size", V2_SIZE, V1, NULL,
+	  " file extent at offset 0: bad extent context (version 1): wrong size for its version" },
+	{ "v2-mode", "contents mode 127", V2,
+	  edit_ctx_byte, CTX_MODE, BAD_CTX_MODE, 0, AT_LOAD,
+	  "contents mode differs from the file's policy", V2_SIZE, V2, NULL,
+	  " file extent at offset 0: bad extent context (version 2): invalid contents mode" },
+	{ "v2-flags", "flags 0x01", V2,
+	  edit_ctx_byte, LAB_FSCRYPT_EXTENT_CTX_V2_FLAGS_OFF, 1, 0, AT_LOAD,
+	  "unknown flags", V2_SIZE, V2, NULL,
+	  " file extent at offset 0: bad extent context (version 2): unknown flags" },
+	{ "v2-reserved", "reserved byte 0x80", V2,
+	  edit_ctx_byte, LAB_FSCRYPT_EXTENT_CTX_V2_RESERVED_OFF, 0x80, 0, AT_LOAD,
+	  "unknown flags", V2_SIZE, V2, NULL,
+	  " file extent at offset 0: bad extent context (version 2): nonzero reserved byte" },
+	{ "v2-nr-bound", "extent number 2^32", V2,
+	  edit_ctx_nr, 0, EXTENT_NR_BOUND, 0, AT_LOAD,
+	  "extent number out of range", V2_SIZE, V2, NULL,
+	  " file extent at offset 0: bad extent context (version 2): extent number out of range" },
+	/* the largest number is valid: the bound is exactly 2^32 */
+	{ "v2-nr-max", "extent number 2^32 - 1", V2,
+	  edit_ctx_nr, 0, EXTENT_NR_BOUND - 1, 0, ACCEPTED,
+	  NULL, 0, 0, NULL, NULL },
+	/* version 1 contexts (fscrypt_extents_per_key=1) */
+	{ "v1-key-id", "flipped bit of the master key identifier", V1,
+	  edit_ctx_key_id, 0, 0, 0, AT_LOAD,
+	  "master key differs from the file's policy", V1_SIZE, V1, NULL,
+	  " file extent at offset 0: extent context does not fit the inode: master key identifier differs from the inode's policy" },
+	{ "v1-version", "context version 9", V1,
+	  edit_ctx_byte, CTX_VERSION, 9, 0, AT_LOAD,
+	  "unknown version", V1_SIZE, 9, NULL,
+	  " file extent at offset 0: bad extent context (version 9): unknown extent context version" },
+	{ "v1-wrong-size", "version 1 -> 2 in an 87-byte item", V1,
+	  edit_ctx_byte, CTX_VERSION, V2, 0, AT_LOAD,
+	  "wrong size", V1_SIZE, V2, NULL,
+	  " file extent at offset 0: bad extent context (version 2): wrong size for its version" },
+	{ "v1-mode", "contents mode 127", V1,
+	  edit_ctx_byte, CTX_MODE, BAD_CTX_MODE, 0, AT_LOAD,
+	  "contents mode differs from the file's policy", V1_SIZE, V1, NULL,
 	  " file extent at offset 0: bad extent context (version 1): invalid contents mode" },
+	/* the item's size and encryption */
+	{ "size-93", "item cut to 93 bytes (53 + 40: neither version's size)", V2,
+	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT,
+	  LAB_FSCRYPT_EXTENT_CTX_V2_SIZE - ODD_CTX_SIZE, TREE_CHECKER, NULL, 0, 0,
+	  "invalid item size for reg/prealloc file extent, have 93 expect 97",
+	  " file extent at offset 0: item size 93 does not match encryption 2, expected 97" },
 	/*
-	 * The item keeps its 87 bytes: the tree-checker's size rule (53 bytes
-	 * unless encryption is 2) may reject the leaf before the inode check
-	 * can; either message will do.
+	 * The item keeps its 97 bytes: the tree-checker's size rule for
+	 * encryption 1 (53 bytes) rejects the leaf.
 	 */
-	{ "extent-encryption", "encryption 2 -> 1, item size left at 87",
-	  edit_encryption,
-	  "invalid item size for reg/prealloc file extent|has encryption 1, the inode needs 2", 0,
-	  " file extent at offset 0: item size 87 does not match encryption 1, expected 53" },
-	{ "extent-encryption-cut", "encryption 2 -> 1, item cut to 53 bytes",
-	  edit_encryption_and_size,
-	  "has encryption 1, the inode needs 2", 1,
+	{ "encryption", "encryption 2 -> 1, item size left at 97", V2,
+	  edit_encryption, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE, 0, TREE_CHECKER,
+	  NULL, 0, 0, "invalid item size for reg/prealloc file extent, have 97 expect 53",
+	  " file extent at offset 0: item size 97 does not match encryption 1, expected 53" },
+	{ "encryption-cut", "encryption 2 -> 1, item cut to 53 bytes", V2,
+	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE, V2_SIZE, IN_BTRFS,
+	  NULL, 0, 0, "has encryption 1, the inode needs 2",
 	  " file extent at offset 0: encryption 1, but the inode needs 2" },
-	{ "extent-plain-cut", "encryption 2 -> 0, item cut to 53 bytes",
-	  edit_plain_and_size,
-	  "has encryption 0, the inode needs 2", 1,
+	{ "plain-cut", "encryption 2 -> 0, item cut to 53 bytes", V2,
+	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE, V2_SIZE, IN_BTRFS,
+	  NULL, 0, 0, "has encryption 0, the inode needs 2",
 	  " file extent at offset 0: unencrypted file extent in an encrypted inode" },
 };
 
@@ -1130,7 +1326,7 @@ static void test_inline_extent(int extent_keys)
 	fill_pattern(data, sizeof(data), 0x1e1e0001u);
 	fill_pattern(pdata, sizeof(pdata), 0x1e1e0002u);
 	/* one block each: one extent, at file offset 0 */
-	if (make_victim(id, data, sizeof(data), opts, pdata, sizeof(pdata)))
+	if (make_victim(id, data, sizeof(data), opts, NULL, pdata, sizeof(pdata)))
 		return;
 	sync();
 	n = only_inode_key_item(victim, ie.item, &ie.ino) == 0 &&
@@ -1249,7 +1445,7 @@ static void test_missing_context(void)
 
 	printf("== %s\n", what);
 	fill_pattern(data, sizeof(data), 0xc7c70001u);
-	if (make_victim(id, data, sizeof(data), NULL, NULL, 0))
+	if (make_victim(id, data, sizeof(data), NULL, NULL, NULL, 0))
 		return;
 	n = CHECK_OK(stat(victim, &st), "stat %s", victim) &&
 	    CHECK_OK(lab_get_nonce(victim, nonce), "nonce of %s", victim);

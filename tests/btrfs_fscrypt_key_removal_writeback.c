@@ -3,9 +3,12 @@
  * btrfs_fscrypt_key_removal_writeback - writeback and key setup racing with
  * FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY, under lockdep.
  *
- * With per-extent keys (the default mount), every extent btrfs creates in
- * writeback derives a key (cow_file_range -> fscrypt_derive_extent_key,
- * under the master key's mk_sem), while key setup of an inode that is
+ * With per-extent keys (the default mount), writeback derives a key
+ * whenever a file starts a key group (cow_file_range ->
+ * fscrypt_prepare_new_extent -> fscrypt_derive_extent_key, under the master
+ * key's mk_sem): the first extent it writes after its inode was loaded,
+ * e.g. after the dropper evicted a closed file; later extents of the group
+ * share that key.  Meanwhile key setup of an inode that is
  * opened holds mk_sem across GFP_KERNEL allocations, and key removal and
  * re-adding take it for writing.  For a fixed time, concurrently:
  *

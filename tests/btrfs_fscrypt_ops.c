@@ -24,7 +24,8 @@
  *            no-key name; create, link and rename into the dir fail ENOKEY;
  *  removal:  data written before the key is removed, and through a file
  *            that stays open after, is all there when the key comes back
- *            (per-extent keys derive a key per new extent at writeback);
+ *            (per-extent keys: the file's first extents are written back
+ *            after the removal, so its key group's key is derived then);
  *  options:  /proc/mounts names the key mode of new files both ways:
  *            fscrypt_per_extent_keys on a default mount,
  *            fscrypt_per_inode_keys (and not the other) with that option,
