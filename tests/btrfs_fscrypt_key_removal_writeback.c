@@ -3,12 +3,12 @@
  * btrfs_fscrypt_key_removal_writeback - writeback and key setup racing with
  * FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY, under lockdep.
  *
- * With per-extent keys (the default mount), writeback derives a key
- * whenever a file starts a key group (cow_file_range ->
- * fscrypt_prepare_new_extent -> fscrypt_derive_extent_key, under the master
- * key's mk_sem): the first extent it writes after its inode was loaded,
- * e.g. after the dropper evicted a closed file; later extents of the group
- * share that key.  Meanwhile key setup of an inode that is
+ * With per-extent keys (mounted with fscrypt_extents_per_key=2, so that
+ * groups are short), writeback derives a key whenever a file starts a key
+ * group (cow_file_range -> fscrypt_prepare_new_extent ->
+ * fscrypt_derive_extent_key, under the master key's mk_sem): every other
+ * extent, and the first one after the inode was loaded, e.g. after the
+ * dropper evicted a closed file.  Meanwhile key setup of an inode that is
  * opened holds mk_sem across GFP_KERNEL allocations, and key removal and
  * re-adding take it for writing.  For a fixed time, concurrently:
  *
@@ -712,8 +712,15 @@ int main(void)
 	rng_seed();
 
 	if (access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0) {
-		stuck = run_variant("per-extent keys (default mount)", NULL, 1,
-				    RUN_S_EXTENT);
+		/*
+		 * Key groups of two extents: writeback then derives a key
+		 * for every other extent it writes, as a key per extent did
+		 * for every one, so the race with mk_sem stays frequent, and
+		 * the extents between take the group's key.
+		 */
+		stuck = run_variant("per-extent keys, key groups of two extents "
+				    "(mount option fscrypt_extents_per_key=2)",
+				    "fscrypt_extents_per_key=2", 1, RUN_S_EXTENT);
 		if (!stuck)
 			stuck = run_variant("per-inode keys (mount option "
 					    LAB_BTRFS_PER_INODE_KEYS_OPT ")",
