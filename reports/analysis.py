@@ -113,14 +113,6 @@ def verdicts(run, comps):
     bounded = [p for p in read_phases if GROUP_PHASE.fullmatch(p)
                and int(GROUP_PHASE.fullmatch(p).group("n")) > 0]
     read_phases = [p for p in read_phases if p not in bounded]
-    if bounded:
-        out.append({"metric": "-", "phase": "-", "phases": bounded,
-                    "status": "not judged",
-                    "text": f"{', '.join(bounded)}: not judged against the "
-                            "goals: those files were written with at most N "
-                            "extents per key group (fscrypt_extents_per_key"
-                            f"=N), not as {MAIN_A} writes them (no bound); "
-                            "see \"Cost against the size of key groups\"."})
     if not read_phases and not bounded:
         out.append({"metric": "-", "phase": "-", "status": "not measured",
                     "text": "No read phase in this run: the goals are "
@@ -167,6 +159,14 @@ def verdicts(run, comps):
             v.update(status=status, value=ratio, ci_lo=lo, ci_hi=hi,
                      conclusive=not inside, text=text + ".")
             out.append(v)
+    if bounded:  # last: the main verdict stays first
+        out.append({"metric": "-", "phase": "-", "phases": bounded,
+                    "status": "not judged",
+                    "text": f"{', '.join(bounded)}: not judged against the "
+                            "goals: those files were written with at most N "
+                            "extents per key group (fscrypt_extents_per_key"
+                            f"=N), not as {MAIN_A} writes them (no bound); "
+                            "see \"Cost against the size of key groups\"."})
     return out
 
 
