@@ -43,11 +43,12 @@ define need
 	fi
 endef
 
-.PHONY: help kernel image progs progs-export progs-checkpatch tests-bin test shell bench bench-check \
+.PHONY: help kernel image progs progs-export progs-checkpatch tests-bin test reliability shell bench bench-check \
 	bench-history bench-tools check-series export-series checkpatch clean distclean
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
+	@echo "make reliability [FUZZ_IMAGES=1000] [FUZZ_SEED=..] [FUZZ_REPLAY=bug-dir]  fuzzed encrypted btrfs images on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
@@ -104,6 +105,16 @@ test:
 	@$(MAKE) -s image tests-bin
 	$(call need,$(APT_VM) $(APT_BENCH) $(APT_HOST_TESTS))
 	@tests/run-tests.sh
+
+# Issue #14's fuzzed images: one debug boot, FUZZ_IMAGES mutated images
+# (tests/run-reliability.sh); the report in build/reliability/<date>-<time>/.
+FUZZ_IMAGES ?= 1000
+reliability:
+	@$(MAKE) -s kernel FLAVOR=debug
+	@$(MAKE) -s image tests-bin
+	$(call need,$(APT_VM))
+	@FUZZ_IMAGES="$(FUZZ_IMAGES)" FUZZ_SEED="$(FUZZ_SEED)" FUZZ_REPLAY="$(FUZZ_REPLAY)" \
+		tests/run-reliability.sh
 
 shell:
 	@$(MAKE) -s kernel image tests-bin
