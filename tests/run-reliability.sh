@@ -141,7 +141,7 @@ bug_from_console() { # image console why
 	tail -n "+${line:-1}" "$2" | awk -v k="$1" 'NR > 1 && /lab-fuzz: seed [0-9a-fx]* image [0-9]+ / { exit } { print }' \
 		>"$b/console.txt"
 	grep -a -m 1 "lab-fuzz: seed [0-9a-fx]* image $1 " "$2" | sed 's/.*lab-fuzz: //' >"$b/mutations.txt"
-	echo "$3 (see console.txt); the guest died later in the boot, so only the console has it; replay: make reliability FUZZ_REPLAY=$b" \
+	echo "$3 (see console.txt): its results did not come back, the guest died in this boot; replay: make reliability FUZZ_REPLAY=$b" \
 		>"$b/replay.txt"
 }
 
