@@ -19,6 +19,11 @@ SRC=$BUILD/linux
 TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 PATCHES=$(realpath -m "${PATCHES:-$top/patches}")	# series, *.patch, config/
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/fscrypt-lab/ccache}
+# Paths under the build directory are hashed relative to it, and the
+# compile directory is left out of the hash, so that a fresh clone (another
+# path) hits what an earlier clone compiled. Only debug info's DW_AT_comp_dir
+# may then name the earlier clone.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$BUILD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 JOBS=${JOBS:-$(nproc)}
 
 die() { echo "kernel.sh: error: $*" >&2; exit 1; }

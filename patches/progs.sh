@@ -30,6 +30,11 @@ PATCHES=$(realpath -m "${PROGS_PATCHES:-$top/patches/btrfs-progs}")
 SUITE=bookworm
 JOBS=${JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/fscrypt-lab/ccache}
+# Paths under the build directory are hashed relative to it, and the
+# compile directory is left out of the hash, so that a fresh clone (another
+# path) hits what an earlier clone compiled. Only debug info's DW_AT_comp_dir
+# may then name the earlier clone.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$BUILD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 die() { echo "progs.sh: error: $*" >&2; exit 1; }
 log() { echo "[progs $(date +%H:%M:%S)] $*"; }
