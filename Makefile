@@ -48,7 +48,7 @@ endef
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
-	@echo "make reliability [FUZZ_IMAGES=1000] [FUZZ_SEED=..] [FUZZ_REPLAY=bug-dir]  fuzzed encrypted btrfs images on the debug kernel (build/reliability/)"
+	@echo "make reliability [PARTS=\"fuzz powercut keyload stress\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
@@ -106,14 +106,20 @@ test:
 	$(call need,$(APT_VM) $(APT_BENCH) $(APT_HOST_TESTS))
 	@tests/run-tests.sh
 
-# Issue #14's fuzzed images: one debug boot, FUZZ_IMAGES mutated images
-# (tests/run-reliability.sh); the report in build/reliability/<date>-<time>/.
+# Issue #14's reliability figures on the debug kernel (tests/run-reliability.sh):
+# fuzzed images, power cuts, key removal under load, concurrent stress; one
+# table in build/reliability/<date>-<time>/summary.md. PARTS picks some.
 FUZZ_IMAGES ?= 1000
+POWERCUT_CUTS ?= 100
+KEYLOAD_SECONDS ?= 300
+STRESS_SECONDS ?= 600
 reliability:
 	@$(MAKE) -s kernel FLAVOR=debug
 	@$(MAKE) -s image tests-bin
 	$(call need,$(APT_VM))
 	@FUZZ_IMAGES="$(FUZZ_IMAGES)" FUZZ_SEED="$(FUZZ_SEED)" FUZZ_REPLAY="$(FUZZ_REPLAY)" \
+		POWERCUT_CUTS="$(POWERCUT_CUTS)" KEYLOAD_SECONDS="$(KEYLOAD_SECONDS)" \
+		STRESS_SECONDS="$(STRESS_SECONDS)" RELIABILITY_PARTS="$(PARTS)" \
 		tests/run-reliability.sh
 
 shell:
