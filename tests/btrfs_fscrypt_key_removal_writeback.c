@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * btrfs_fscrypt_key_removal_writeback - writeback and key setup racing with
- * FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY, under lockdep.
+ * FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY, under lockdep
+ * (after xfstests generic/595 and generic/580; issue #14, part 3).
  *
  * With per-extent keys (mounted with fscrypt_extents_per_key=2, so that
  * groups are short), writeback derives a key whenever a file starts a key
@@ -10,7 +11,9 @@
  * extent, and the first one after the inode was loaded, e.g. after the
  * dropper evicted a closed file.  Meanwhile key setup of an inode that is
  * opened holds mk_sem across GFP_KERNEL allocations, and key removal and
- * re-adding take it for writing.  For a fixed time, concurrently:
+ * re-adding take it for writing.  The filesystem holds files of two master
+ * keys: A, the one removed and re-added, and B, which stays.  For a fixed
+ * time, concurrently:
  *
  *  - WRITERS processes make buffered writes of small random pieces (from a
  *    few bytes to a few blocks, aligned or not) to two files each, one
@@ -19,9 +22,13 @@
  *  - a creator makes new files (key setup of a new inode), fsyncs them,
  *    and reopens older ones (key setup of an existing inode) and checks
  *    their contents;
- *  - a remover loops FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY:
- *    every removal must return 0, with no status flag but
- *    FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY (files stay open);
+ *  - a remover loops FS_IOC_REMOVE_ENCRYPTION_KEY / FS_IOC_ADD_ENCRYPTION_KEY
+ *    of key A.  Since the writers keep files open, every removal must
+ *    return 0 with the status flag FILES_BUSY and nothing else, and leave
+ *    the key INCOMPLETELY_REMOVED; then a file of key A that nobody has
+ *    open must refuse to open (ENOKEY), while a file of key B must open
+ *    and read back.  After re-adding, the key must be PRESENT (added by
+ *    this user, one user) and the file of key A must open and read back;
  *  - a dropper writes 3 to /proc/sys/vm/drop_caches every second or two.
  *
  * While the key is removed, opening a file that is not open and creating
@@ -31,16 +38,50 @@
  * sync_file_range or read is a failure, and so is a file opened with the
  * key that does not read back what was written.
  *
- * Writers record every byte whose fsync succeeded.  At the end the key is
- * re-added, and every such byte must read back, after dropping caches,
- * after a complete removal (all files closed: status 0, key ABSENT) and
- * re-adding, and after a remount; so must every new file.
+ * The remover stops first, with the key added; then the others.  Writers
+ * record every byte whose fsync succeeded.  Then every such byte must read
+ * back, after dropping caches; then the removal sequence of generic/580:
+ * with a file open, a removal reports FILES_BUSY and leaves the key
+ * INCOMPLETELY_REMOVED, unopened files refuse to open and new files to be
+ * created (ENOKEY), the open file still writes and fsyncs; once it is
+ * closed, a second removal completes (status 0, key ABSENT), names are
+ * no-key names (a plaintext name: ENOENT; a no-key name: ENOKEY), key B's
+ * files still read; after re-adding, everything reads back again, and
+ * after a remount.
+ *
+ * A file whose extents are under two master keys: the test tries to make
+ * one (FICLONERANGE and FIDEDUPERANGE from a file of key B into a file of
+ * key A, and setting key B's policy on a file of key A).  The series
+ * refuses all three, so the sub-case is reported as skipped, with the
+ * reason; if the kernel ever accepts one, that is a failure, since then
+ * this test has to grow the sub-case.
  *
  * Then the same with per-inode keys (mount option fscrypt_per_inode_keys).
  * A lockdep report (or any splat) fails the run through the console check
  * of the runner: the test passing on the debug kernel is the proof that
  * this locking is sound.  A child still running long after the stop (a
  * deadlock) fails the test.
+ *
+ * Environment (all optional):
+ *   KEYLOAD_SECONDS   seconds of load per key mode (default 30 with
+ *                     per-extent keys, 20 with per-inode keys)
+ *   KEYLOAD_PROGRESS  print a LAB-PROGRESS line on the console every N
+ *                     seconds of load (default 0: none)
+ *   KEYLOAD_FIGURES   where to write the figures (default
+ *                     $RESULTS/keyload-figures.tsv; neither set: no file):
+ *                     one "key<TAB>value" line each, summed over the
+ *                     key modes:
+ *       cycles                 removals of key A followed by a re-add
+ *       removals_busy          removals that returned FILES_BUSY
+ *       removals_complete      removals that returned 0 (key ABSENT after)
+ *       enokey_seen            opens and creates refused for want of the
+ *                              key: ENOKEY, or ENOENT for a name that had
+ *                              become a no-key name
+ *       fsynced_bytes_checked  fsynced bytes compared by the last check
+ *                              (after the remount)
+ *       bytes_lost             the most fsynced bytes any check found
+ *                              wrong or missing (must be 0)
+ *       duration_s             seconds of load
  */
 #include "btrfs_progs.h"
 #include "btrfs_items.h"
@@ -48,11 +89,15 @@
 #include "fscrypt_util.h"
 #include "lab.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -66,8 +111,13 @@
 #define MAX_PIECE (4 * BLK)
 #define MAX_NEW 256
 #define MAX_NEW_LEN (5 * BLK)
+/* Files of key A nobody keeps open, and files of key B. */
+#define COLD_FILES 4
+#define OTHER_FILES 4
+#define SMALL_LEN (2 * BLK + 100)
 #define RUN_S_EXTENT 30
 #define RUN_S_INODE 20
+#define MAX_RUN_S (24 * 3600)
 /* How long children may take to stop after being told to. */
 #define STOP_GRACE_S 180
 #define CHILDREN (WRITERS + 3)
@@ -86,22 +136,46 @@ struct newfile {
 	int done;		/* written, fsynced and closed */
 };
 
-/* Every counter has one writer (a child); the parent reads at the end. */
+/*
+ * Every counter has one writer (a child, or the parent while no child
+ * runs); the parent reads them for progress lines and at the end.
+ */
 struct shared {
-	volatile int stop;
+	volatile int stop;		/* writers, creator, dropper */
+	volatile int stop_remover;	/* told first */
+	volatile int remover_done;	/* the remover left its loop */
 	long removals, removals_busy, adds, drops;
+	long cold_nokey, cold_reads, other_reads;
 	long writes[WRITERS], fsyncs[WRITERS], ranges[WRITERS];
-	long reopens[WRITERS], reopen_nokey[WRITERS];
-	long creates, create_nokey, checks, check_nokey;
+	long reopens[WRITERS], reopen_nokey[WRITERS], reopen_noent[WRITERS];
+	long creates, create_nokey, checks, check_nokey, check_noent;
 	int nnew;
 	struct newfile nf[MAX_NEW];
 	struct wfile wf[WRITERS][FILES_PER_WRITER];
 };
 
+/* The figures of one key mode, and their sums. */
+struct keyload_figures {
+	long cycles;			/* removals followed by a re-add */
+	long removals_busy;		/* status FILES_BUSY */
+	long removals_complete;		/* status 0, key ABSENT after */
+	long enokey, enoent;		/* opens/creates refused, key removed */
+	unsigned long long checked;	/* fsynced bytes of the last check */
+	unsigned long long lost;	/* the most any check found wrong */
+	long long secs;			/* of load */
+};
+
+/* Fsynced bytes compared by one check, and how many of them differed. */
+struct verify_count {
+	unsigned long long checked, lost;
+};
+
 static struct shared *sh;
-static char enc[PATH_MAX];
-static uint8_t master[LAB_MASTER_KEY_SIZE];
+static char enc[PATH_MAX], encb[PATH_MAX];
+static uint8_t master[LAB_MASTER_KEY_SIZE], master_b[LAB_MASTER_KEY_SIZE];
 static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+static uint8_t key_id_b[FSCRYPT_KEY_IDENTIFIER_SIZE];
+static long progress_s;
 
 static void wfile_path(char *out, size_t size, int w, int f)
 {
@@ -116,6 +190,28 @@ static void newfile_path(char *out, size_t size, int k)
 static uint32_t newfile_seed(int k)
 {
 	return 0x6e000000u + (uint32_t)k;
+}
+
+/* Cold file @k: key A, in the writers' directory, opened by the remover only. */
+static void cold_path(char *out, size_t size, int k)
+{
+	lab_pathf(out, size, "%s/c%d", enc, k);
+}
+
+static uint32_t cold_seed(int k)
+{
+	return 0x63000000u + (uint32_t)k;
+}
+
+/* File @k of key B. */
+static void other_path(char *out, size_t size, int k)
+{
+	lab_pathf(out, size, "%s/b%d", encb, k);
+}
+
+static uint32_t other_seed(int k)
+{
+	return 0x62000000u + (uint32_t)k;
 }
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -158,6 +254,143 @@ static long long now_ms(void)
 static int keyless_errno(int e)
 {
 	return e == ENOKEY || e == ENOENT;
+}
+
+/* Count keyless errno @e in *@nokey or *@noent. */
+static void count_keyless(int e, long *nokey, long *noent)
+{
+	if (e == ENOKEY)
+		(*nokey)++;
+	else
+		(*noent)++;
+}
+
+/* A non-negative number of seconds from the environment, or @def. */
+static long env_seconds(const char *name, long def, long min)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > MAX_RUN_S)
+		lab_die("%s=%s: expected a number of seconds from %ld to %d",
+			name, s, min, MAX_RUN_S);
+	return v;
+}
+
+/* A line on the test's output and the console (for the host's progress). */
+static void console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
+static void console_line(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	printf("%s", line);
+	fflush(stdout);
+	fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, line, strlen(line)) < 0)
+		printf("write to /dev/console: %s\n", strerror(errno));
+	close(fd);
+}
+
+/*
+ * Read @path whole and compare it with @len bytes of @expect, leaving out
+ * the bytes where @skip (may be NULL) is set; a missing or short file
+ * loses the bytes it lacks.  Adds to *@vc; returns 1 if all matched.
+ */
+static int verify_file(const char *when, const char *path,
+		       const unsigned char *expect, size_t len,
+		       const unsigned char *skip, struct verify_count *vc)
+{
+	size_t glen = 0, i, checked = 0, bad = 0, first = len;
+	unsigned char *got;
+	int e;
+
+	errno = 0;
+	got = read_file(path, &glen);
+	e = errno;
+	for (i = 0; i < len; i++) {
+		if (skip && skip[i])
+			continue;
+		checked++;
+		if (!got || i >= glen || got[i] != expect[i]) {
+			if (!bad++)
+				first = i;
+		}
+	}
+	vc->checked += checked;
+	vc->lost += bad;
+	if (!CHECK(got != NULL, "%s: read %s: " LAB_ERR_FMT, when, path,
+		   LAB_ERR_ARGS(e)))
+		return 0;
+	CHECK(glen == len, "%s: %s has %zu bytes, expected %zu", when, path,
+	      glen, len);
+	CHECK(bad == 0,
+	      "%s: %s: %zu of the %zu fsynced bytes differ, the first at %zu",
+	      when, path, bad, checked, first);
+	free(got);
+	return bad == 0 && glen == len;
+}
+
+/*
+ * Open @path, which must succeed, and check that it holds @len bytes of
+ * fill_pattern(@seed).  For the remover: @buf and @expect hold SMALL_LEN + 1.
+ */
+static int read_back(const char *who, const char *path, size_t len,
+		     uint32_t seed, unsigned char *buf, unsigned char *expect)
+{
+	ssize_t n;
+	int fd, e;
+
+	errno = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!CHECK_OK(fd, "%s: open %s", who, path))
+		return 0;
+	errno = 0;
+	n = lab_pread_full(fd, buf, len + 1, 0);
+	e = errno;
+	close(fd);
+	fill_pattern(expect, len, seed);
+	if (!CHECK(n == (ssize_t)len, "%s: read %s: %zd of %zu bytes, " LAB_ERR_FMT,
+		   who, path, n, len, LAB_ERR_ARGS(n < 0 ? e : 0)))
+		return 0;
+	return CHECK(lab_first_diff(buf, expect, len) == len,
+		     "%s: %s differs at byte %zu", who, path,
+		     lab_first_diff(buf, expect, len));
+}
+
+/*
+ * Key A's status must be @status; if PRESENT, added by this user, who is
+ * its only user; if not, with no user and no flag.
+ */
+static int check_key_status(const char *when, int status)
+{
+	struct fscrypt_get_key_status_arg arg;
+	uint32_t want_flags = 0, want_users = 0;
+
+	if (!CHECK_OK(lab_get_key_status(mnt, key_id, &arg),
+		      "%s: FS_IOC_GET_ENCRYPTION_KEY_STATUS", when))
+		return 0;
+	if (status == FSCRYPT_KEY_STATUS_PRESENT) {
+		want_flags = FSCRYPT_KEY_STATUS_FLAG_ADDED_BY_SELF;
+		want_users = 1;
+	}
+	return CHECK(arg.status == (uint32_t)status &&
+		     arg.status_flags == want_flags &&
+		     arg.user_count == want_users,
+		     "%s: key status %u, flags 0x%x, %u users; expected %d, 0x%x, %u",
+		     when, arg.status, arg.status_flags, arg.user_count, status,
+		     want_flags, want_users);
 }
 
 /* ---- the children ------------------------------------------------------------ */
@@ -243,7 +476,8 @@ static int writer(int w)
 			if (fds[w][1] >= 0)
 				sh->reopens[w]++;
 			else if (keyless_errno(e))
-				sh->reopen_nokey[w]++;
+				count_keyless(e, &sh->reopen_nokey[w],
+					      &sh->reopen_noent[w]);
 			else
 				CHECK(0, "writer %d: reopen %s: " LAB_ERR_FMT, w,
 				      path, LAB_ERR_ARGS(e));
@@ -277,7 +511,7 @@ static void check_new_file(int k, unsigned char *buf, unsigned char *expect)
 	e = errno;
 	if (fd < 0) {
 		if (keyless_errno(e))
-			sh->check_nokey++;
+			count_keyless(e, &sh->check_nokey, &sh->check_noent);
 		else
 			CHECK(0, "creator: open %s: " LAB_ERR_FMT, path,
 			      LAB_ERR_ARGS(e));
@@ -341,12 +575,46 @@ static int creator(void)
 	return lab_failures;
 }
 
+/*
+ * Key A was removed while the writers hold files open: a cold file, which
+ * nobody has open, must refuse to open with ENOKEY (its directory stays
+ * unlocked, pinned by the writers' files, so its name still resolves);
+ * a file of key B must open and read back.
+ */
+static void remover_check_removed(unsigned char *buf, unsigned char *expect)
+{
+	char path[PATH_MAX];
+	int k = (int)rnd(COLD_FILES), fd, e;
+
+	cold_path(path, sizeof(path), k);
+	errno = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	if (fd >= 0) {
+		CHECK(0, "remover: %s, which nobody had open, opened after the key was removed",
+		      path);
+		close(fd);
+	} else if (CHECK(e == ENOKEY,
+			 "remover: open %s with the key removed: " LAB_ERR_FMT
+			 ", expected ENOKEY", path, LAB_ERR_ARGS(e))) {
+		sh->cold_nokey++;
+	}
+	k = (int)rnd(OTHER_FILES);
+	other_path(path, sizeof(path), k);
+	if (read_back("remover (key B stays)", path, SMALL_LEN, other_seed(k),
+		      buf, expect))
+		sh->other_reads++;
+}
+
 static int remover(void)
 {
+	static unsigned char buf[SMALL_LEN + 1], expect[SMALL_LEN];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	char path[PATH_MAX];
 	uint32_t flags;
+	int k;
 
-	while (!sh->stop) {
+	while (!sh->stop_remover) {
 		sleep_ms(100 + rnd(300));
 		flags = 0;
 		if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags),
@@ -355,9 +623,14 @@ static int remover(void)
 		sh->removals++;
 		if (flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY)
 			sh->removals_busy++;
-		CHECK(!(flags & ~FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY),
-		      "remover: removal status flags 0x%x, expected 0 or FILES_BUSY (0x%x)",
-		      flags, FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY);
+		/* the writers' files are open all along */
+		CHECK(flags == FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY,
+		      "remover: removal %ld with files open: status flags 0x%x, expected FILES_BUSY (0x%x) alone",
+		      sh->removals, flags,
+		      FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY);
+		check_key_status("remover: after a removal with files open",
+				 FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED);
+		remover_check_removed(buf, expect);
 		sleep_ms(100 + rnd(300));
 		/* always ends with the key there */
 		if (!CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), id),
@@ -366,7 +639,15 @@ static int remover(void)
 		sh->adds++;
 		CHECK(!memcmp(id, key_id, sizeof(id)),
 		      "remover: the key came back with another identifier");
+		check_key_status("remover: after re-adding the key",
+				 FSCRYPT_KEY_STATUS_PRESENT);
+		k = (int)rnd(COLD_FILES);
+		cold_path(path, sizeof(path), k);
+		if (read_back("remover (key re-added)", path, SMALL_LEN,
+			      cold_seed(k), buf, expect))
+			sh->cold_reads++;
 	}
+	sh->remover_done = 1;
 	return lab_failures;
 }
 
@@ -481,42 +762,23 @@ static int wait_children(pid_t *pids, long long deadline_ms)
 
 /* ---- checking what is on the filesystem ---------------------------------------- */
 
-/* Every byte fsynced, and every new file, reads back. */
-static void verify_all(const char *when)
+/*
+ * Every byte fsynced, every new file, the cold files and key B's files read
+ * back, after dropping caches.  Returns what was compared.
+ */
+static struct verify_count verify_all(const char *when)
 {
+	struct verify_count vc = { 0, 0 };
 	char path[PATH_MAX];
 	unsigned char *expect = lab_xmalloc(MAX_NEW_LEN);
-	size_t len, i, bad, first, checked;
-	unsigned char *got;
 	int w, f, k;
 
 	CHECK_OK(lab_drop_caches("3"), "drop caches");
 	for (w = 0; w < WRITERS; w++) {
 		for (f = 0; f < FILES_PER_WRITER; f++) {
-			const struct wfile *wf = &sh->wf[w][f];
-
 			wfile_path(path, sizeof(path), w, f);
-			got = read_file(path, &len);
-			if (!CHECK(got != NULL, "%s: read %s: " LAB_ERR_FMT, when,
-				   path, LAB_ERR_ARGS(errno)))
-				continue;
-			bad = checked = 0;
-			first = FSIZE;
-			for (i = 0; i < FSIZE; i++) {
-				if (wf->dirty[i])
-					continue;
-				checked++;
-				if (i >= len || got[i] != wf->durable[i]) {
-					if (!bad++)
-						first = i;
-				}
-			}
-			CHECK(len == FSIZE, "%s: %s has %zu bytes, expected %u",
-			      when, path, len, FSIZE);
-			CHECK(bad == 0,
-			      "%s: %s: %zu of the %zu fsynced bytes differ, the first at %zu",
-			      when, path, bad, checked, first);
-			free(got);
+			verify_file(when, path, sh->wf[w][f].durable, FSIZE,
+				    sh->wf[w][f].dirty, &vc);
 		}
 	}
 	for (k = 0; k < sh->nnew; k++) {
@@ -524,80 +786,381 @@ static void verify_all(const char *when)
 			continue;
 		newfile_path(path, sizeof(path), k);
 		fill_pattern(expect, sh->nf[k].len, newfile_seed(k));
-		CHECK_FILE_EQUALS(path, expect, sh->nf[k].len);
+		verify_file(when, path, expect, sh->nf[k].len, NULL, &vc);
 	}
-	printf("# %s: checked %d writer files and %d new files\n", when,
-	       WRITERS * FILES_PER_WRITER, sh->nnew);
+	for (k = 0; k < COLD_FILES; k++) {
+		cold_path(path, sizeof(path), k);
+		fill_pattern(expect, SMALL_LEN, cold_seed(k));
+		verify_file(when, path, expect, SMALL_LEN, NULL, &vc);
+	}
+	for (k = 0; k < OTHER_FILES; k++) {
+		other_path(path, sizeof(path), k);
+		fill_pattern(expect, SMALL_LEN, other_seed(k));
+		verify_file(when, path, expect, SMALL_LEN, NULL, &vc);
+	}
+	printf("# %s: %d writer files, %d new files, %d cold files, %d files of key B: %llu fsynced bytes checked, %llu wrong\n",
+	       when, WRITERS * FILES_PER_WRITER, sh->nnew, COLD_FILES,
+	       OTHER_FILES, vc.checked, vc.lost);
 	free(expect);
+	return vc;
+}
+
+static void note_verify(struct keyload_figures *fig, struct verify_count vc)
+{
+	fig->checked = vc.checked;
+	if (vc.lost > fig->lost)
+		fig->lost = vc.lost;
 }
 
 /*
- * With every file closed, a removal must complete: status 0 and the key
- * ABSENT (a second try is allowed after a sync, since closing may leave
- * inodes to be evicted).  Names are then no-key names.
+ * Open every entry of key A's directory by the no-key name readdir gives
+ * now that the key is ABSENT: each must fail with ENOKEY.  Returns how many.
  */
-static void remove_completely(void)
+static long open_nokey_names(struct keyload_figures *fig)
 {
 	char path[PATH_MAX];
-	uint32_t flags = 0;
-	int fd;
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+	int fd, e;
 
-	sync();
+	d = opendir(enc);
+	if (!CHECK(d != NULL, "opendir %s without the key: " LAB_ERR_FMT, enc,
+		   LAB_ERR_ARGS(errno)))
+		return 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		CHECK(strcmp(de->d_name, "w0a") != 0,
+		      "readdir of %s without the key shows the plaintext name w0a",
+		      enc);
+		PATHF(path, "%s/%s", enc, de->d_name);
+		errno = 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		e = errno;
+		if (fd >= 0) {
+			CHECK(0, "open %s by its no-key name: success without the key",
+			      path);
+			close(fd);
+			continue;
+		}
+		if (CHECK(e == ENOKEY, "open %s by its no-key name: " LAB_ERR_FMT
+			  ", expected ENOKEY", path, LAB_ERR_ARGS(e)))
+			fig->enokey++;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The removal sequence of generic/580, after the race, with key A present
+ * and nothing open: a removal with a file open, then a second one once it
+ * is closed; then the key is added again.  Counts into *@fig.
+ */
+static void removal_sequence(struct keyload_figures *fig)
+{
+	static unsigned char buf[SMALL_LEN + 1], expect[SMALL_LEN];
+	struct wfile *wf = &sh->wf[0][0];
+	unsigned char piece[100];
+	char path[PATH_MAX], cold[PATH_MAX], newp[PATH_MAX];
+	uint32_t flags = 0;
+	long names;
+	int fd, fd2, e;
+
+	wfile_path(path, sizeof(path), 0, 0);
+	cold_path(cold, sizeof(cold), 0);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (!CHECK_OK(fd, "open %s for the removal sequence", path))
+		return;
+
+	/* 1. a file is open: the removal is incomplete */
 	if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags),
-		      "remove the key, all files closed"))
+		      "remove the key, %s open", path)) {
+		close(fd);
+		return;
+	}
+	if (flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY)
+		fig->removals_busy++;
+	CHECK(flags == FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY,
+	      "removal with %s open: status flags 0x%x, expected FILES_BUSY (0x%x)",
+	      path, flags, FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY);
+	check_key_status("after the removal with a file open",
+			 FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED);
+	errno = 0;
+	fd2 = open(cold, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	if (fd2 >= 0) {
+		CHECK(0, "%s opened after the key was removed", cold);
+		close(fd2);
+	} else if (CHECK(e == ENOKEY, "open %s, key incompletely removed: "
+			 LAB_ERR_FMT ", expected ENOKEY", cold, LAB_ERR_ARGS(e))) {
+		fig->enokey++;
+	}
+	PATHF(newp, "%s/after-removal", enc);
+	errno = 0;
+	fd2 = open(newp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+	e = errno;
+	if (fd2 >= 0) {
+		CHECK(0, "%s created after the key was removed", newp);
+		close(fd2);
+	} else if (CHECK(e == ENOKEY, "create %s, key incompletely removed: "
+			 LAB_ERR_FMT ", expected ENOKEY", newp,
+			 LAB_ERR_ARGS(e))) {
+		fig->enokey++;
+	}
+	/* the open file still works, writeback and fsync included */
+	fill_pattern(piece, sizeof(piece), 0x580);
+	if (CHECK_OK(pwrite_all(fd, piece, sizeof(piece), 5 * BLK - 10),
+		     "write to %s after the removal", path) &&
+	    CHECK_OK(fsync(fd), "fsync %s after the removal", path)) {
+		memcpy(wf->durable + 5 * BLK - 10, piece, sizeof(piece));
+		memset(wf->dirty + 5 * BLK - 10, 0, sizeof(piece));
+	}
+	if (CHECK(lab_pread_full(fd, buf, sizeof(piece), 5 * BLK - 10) ==
+		  (ssize_t)sizeof(piece), "read %s after the removal", path))
+		CHECK(!memcmp(buf, piece, sizeof(piece)),
+		      "%s: the write after the removal does not read back", path);
+	close(fd);
+
+	/* 2. nothing open: a second removal completes */
+	flags = 0;
+	if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags),
+		      "remove the key again, all files closed"))
 		return;
 	if (flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY) {
-		printf("# removal with all files closed: flags 0x%x, trying again\n",
+		/* e.g. a delayed iput still holding an inode */
+		fig->removals_busy++;
+		printf("# second removal with all files closed: flags 0x%x, trying again after dropping caches\n",
 		       flags);
 		CHECK_OK(lab_drop_caches("3"), "drop caches");
 		flags = 0;
 		CHECK_OK(lab_remove_key(mnt, key_id, &flags),
-			 "remove the key again, all files closed");
+			 "remove the key a third time, all files closed");
 	}
-	CHECK(flags == 0, "removal with all files closed: status flags 0x%x",
-	      flags);
-	CHECK(lab_key_status(mnt, key_id) == FSCRYPT_KEY_STATUS_ABSENT,
-	      "key status after the removal with all files closed is %d, not ABSENT",
-	      lab_key_status(mnt, key_id));
-	wfile_path(path, sizeof(path), 0, 0);
+	if (CHECK(flags == 0, "removal with all files closed: status flags 0x%x",
+		  flags))
+		fig->removals_complete++;
+	check_key_status("after the removal with all files closed",
+			 FSCRYPT_KEY_STATUS_ABSENT);
+	/* the directory is locked too: plaintext names are not found */
 	errno = 0;
-	fd = open(path, O_RDONLY);
-	CHECK(fd < 0 && keyless_errno(errno),
-	      "open %s without the key: %s", path,
-	      fd >= 0 ? "success" : strerror(errno));
-	if (fd >= 0)
-		close(fd);
+	fd2 = open(path, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	if (fd2 >= 0) {
+		CHECK(0, "%s opened by its plaintext name without the key", path);
+		close(fd2);
+	} else if (CHECK(e == ENOENT, "open %s by its plaintext name, key absent: "
+			 LAB_ERR_FMT ", expected ENOENT", path, LAB_ERR_ARGS(e))) {
+		fig->enoent++;
+	}
+	names = open_nokey_names(fig);
+	CHECK(names >= WRITERS * FILES_PER_WRITER + COLD_FILES,
+	      "%ld entries in %s without the key, expected at least %d", names,
+	      enc, WRITERS * FILES_PER_WRITER + COLD_FILES);
+	/* key B stays */
+	CHECK(lab_key_status(mnt, key_id_b) == FSCRYPT_KEY_STATUS_PRESENT,
+	      "key B is not present after key A's removal");
+	other_path(newp, sizeof(newp), 0);
+	read_back("key A absent, key B stays", newp, SMALL_LEN, other_seed(0),
+		  buf, expect);
+
+	/* 3. back */
+	if (CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), key_id),
+		     "add the key after the complete removal")) {
+		fig->cycles++;
+		check_key_status("after re-adding the removed key",
+				 FSCRYPT_KEY_STATUS_PRESENT);
+	}
+	printf("# removal sequence: %ld entries refused by their no-key names\n",
+	       names);
+}
+
+/* Create the files of the run: fill_pattern(@seed) of @len, fsynced. */
+static int make_file(const char *path, size_t len, uint32_t seed)
+{
+	unsigned char *buf = lab_pattern(len, seed);
+	int ok;
+
+	ok = CHECK_OK(write_file(path, buf, len), "create %s", path) &&
+	     CHECK_OK(fsync_path(path), "fsync %s", path);
+	free(buf);
+	return ok;
+}
+
+/* ---- a file whose extents are under two master keys ------------------------------- */
+
+/*
+ * Try to give a file of key A extents of key B: clone and dedupe from a
+ * file of key B with the same contents, and key B's policy set on the
+ * file.  The series refuses all three (see the message below); a success
+ * fails the test, since the sub-case then has to be written.  The file
+ * must read back unchanged.
+ */
+static void two_key_file(int per_extent)
+{
+	struct {
+		struct file_dedupe_range r;
+		struct file_dedupe_range_info info;
+	} dd;
+	struct file_clone_range fcr;
+	struct fscrypt_policy_v2 pol;
+	struct verify_count vc = { 0, 0 };
+	char a[PATH_MAX], b[PATH_MAX];
+	int want = per_extent ? EINVAL : EOPNOTSUPP;
+	int fa = -1, fb = -1, refused = 1;
+	unsigned char *expect;
+
+	PATHF(a, "%s/mix-a", enc);
+	PATHF(b, "%s/mix-b", encb);
+	if (!make_file(a, 4 * BLK, 0x2b2b) || !make_file(b, 4 * BLK, 0x2b2b))
+		return;
+	fa = open(a, O_RDWR | O_CLOEXEC);
+	fb = open(b, O_RDWR | O_CLOEXEC);
+	if (!CHECK_OK(fa, "open %s", a) || !CHECK_OK(fb, "open %s", b))
+		goto out;
+
+	memset(&fcr, 0, sizeof(fcr));
+	fcr.src_fd = fb;
+	fcr.src_length = BLK;
+	fcr.dest_offset = 2 * BLK;
+	refused &= CHECK_ERRNO(ioctl(fa, FICLONERANGE, &fcr), want,
+			       "FICLONERANGE of a block of %s (key B) into %s (key A)",
+			       b, a);
+
+	/* the same plaintext: without the policy check it would be shared */
+	memset(&dd, 0, sizeof(dd));
+	dd.r.src_length = 4 * BLK;
+	dd.r.dest_count = 1;
+	dd.info.dest_fd = fa;
+	if (CHECK_OK(ioctl(fb, FIDEDUPERANGE, &dd),
+		     "FIDEDUPERANGE of %s (key B) into %s (key A)", b, a))
+		refused &= CHECK(dd.info.status == -want,
+				 "FIDEDUPERANGE of %s (key B) into %s (key A): status %d, expected %d",
+				 b, a, dd.info.status, -want);
+	else
+		refused = 0;
+
+	lab_default_policy(&pol, key_id_b);
+	refused &= CHECK_ERRNO(lab_set_policy_v2(a, &pol), EEXIST,
+			       "key B's policy on %s (key A)", a);
+
+	close(fa);
+	close(fb);
+	fa = fb = -1;
+	expect = lab_pattern(4 * BLK, 0x2b2b);
+	CHECK_OK(lab_drop_caches("3"), "drop caches");
+	verify_file("after the attempts to mix master keys", a, expect,
+		    4 * BLK, NULL, &vc);
+	verify_file("after the attempts to mix master keys", b, expect,
+		    4 * BLK, NULL, &vc);
+	free(expect);
+	if (refused)
+		printf("SKIP sub-case \"a file whose extents are under two master keys\" (%s keys): "
+		       "the kernel gives no way to make one: reflink and dedupe across policies are refused (%s, above: "
+		       "fs/btrfs/reflink.c btrfs_remap_file_range_prep() -> btrfs_fscrypt_may_share_extents() in fs/btrfs/fscrypt.c), "
+		       "a file's policy cannot change (EEXIST, fs/crypto/policy.c fscrypt_ioctl_set_policy()), "
+		       "and an extent context naming another master key is rejected at load (EUCLEAN, "
+		       "fs/crypto/extent.c fscrypt_check_extent_fields(): \"master key differs from the file's policy\")\n",
+		       per_extent ? "per-extent" : "per-inode", lab_errname(want));
+	else
+		printf("# the kernel let a file of key A take extents or the policy of key B: the two-key sub-case must be written\n");
+out:
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
 }
 
 /* ---- one run ---------------------------------------------------------------------- */
 
-static void print_counts(void)
+static long sum_writers(const long *v)
 {
-	long writes = 0, fsyncs = 0, ranges = 0, reopens = 0, reopen_nokey = 0;
+	long s = 0;
 	int w;
 
-	for (w = 0; w < WRITERS; w++) {
-		writes += sh->writes[w];
-		fsyncs += sh->fsyncs[w];
-		ranges += sh->ranges[w];
-		reopens += sh->reopens[w];
-		reopen_nokey += sh->reopen_nokey[w];
-	}
-	printf("# writers: %ld writes, %ld fsyncs, %ld sync_file_range, %ld reopens (%ld without the key)\n",
-	       writes, fsyncs, ranges, reopens, reopen_nokey);
-	printf("# creator: %ld files created (%ld refused without the key), %ld checked (%ld not opened without the key)\n",
-	       sh->creates, sh->create_nokey, sh->checks, sh->check_nokey);
-	printf("# remover: %ld removals (%ld with FILES_BUSY), %ld adds; dropper: %ld drops\n",
-	       sh->removals, sh->removals_busy, sh->adds, sh->drops);
+	for (w = 0; w < WRITERS; w++)
+		s += v[w];
+	return s;
+}
+
+static void print_counts(struct keyload_figures *fig)
+{
+	long writes = sum_writers(sh->writes), fsyncs = sum_writers(sh->fsyncs);
+	long reopen_nokey = sum_writers(sh->reopen_nokey);
+	long reopen_noent = sum_writers(sh->reopen_noent);
+
+	printf("# writers: %ld writes, %ld fsyncs, %ld sync_file_range, %ld reopens (%ld ENOKEY, %ld ENOENT without the key)\n",
+	       writes, fsyncs, sum_writers(sh->ranges), sum_writers(sh->reopens),
+	       reopen_nokey, reopen_noent);
+	printf("# creator: %ld files created (%ld ENOKEY without the key), %ld checked (%ld ENOKEY, %ld ENOENT without the key)\n",
+	       sh->creates, sh->create_nokey, sh->checks, sh->check_nokey,
+	       sh->check_noent);
+	printf("# remover: %ld removals (%ld with FILES_BUSY), %ld adds; cold files: %ld ENOKEY with the key removed, %ld read back after re-adding; %ld reads of key B's files with key A removed\n",
+	       sh->removals, sh->removals_busy, sh->adds, sh->cold_nokey,
+	       sh->cold_reads, sh->other_reads);
+	printf("# dropper: %ld drops\n", sh->drops);
 	CHECK(writes > 0 && fsyncs > 0, "the writers got nothing done");
 	CHECK(sh->removals > 0, "the key was never removed");
-	CHECK(reopen_nokey + sh->create_nokey + sh->check_nokey > 0,
+	CHECK(reopen_nokey + reopen_noent + sh->create_nokey + sh->check_nokey +
+	      sh->check_noent + sh->cold_nokey > 0,
 	      "no open or create ever failed for want of the key: did the removals do anything?");
+	fig->cycles += sh->adds;
+	fig->removals_busy += sh->removals_busy;
+	fig->enokey += reopen_nokey + sh->create_nokey + sh->check_nokey +
+		       sh->cold_nokey;
+	fig->enoent += reopen_noent + sh->check_noent;
+}
+
+static void progress(const char *mode, long long start, int run_s)
+{
+	console_line("LAB-PROGRESS keyload %s [%llds/%ds]: %ld cycles, %ld writes, %ld fsyncs, %ld refused without the key\n",
+		     mode, (now_ms() - start) / 1000, run_s, sh->adds,
+		     sum_writers(sh->writes), sum_writers(sh->fsyncs),
+		     sum_writers(sh->reopen_nokey) + sum_writers(sh->reopen_noent) +
+		     sh->create_nokey + sh->check_nokey + sh->check_noent +
+		     sh->cold_nokey);
+}
+
+/* Let the load run @run_s seconds; stop the remover first, then the rest. */
+static int run_load(pid_t *pids, const char *mode, int run_s,
+		    struct keyload_figures *fig)
+{
+	long long start = now_ms(), end = start + run_s * 1000LL, next, t;
+
+	next = progress_s ? start + progress_s * 1000LL : end;
+	for (;;) {
+		t = now_ms();
+		if (t >= end)
+			break;
+		sleep_ms((long)((next < end ? next : end) - t));
+		if (progress_s && now_ms() >= next && now_ms() < end) {
+			progress(mode, start, run_s);
+			next += progress_s * 1000LL;
+		}
+	}
+	fig->secs += (now_ms() - start + 500) / 1000;
+	/* the writers keep their files open until the remover has stopped */
+	sh->stop_remover = 1;
+	t = now_ms() + STOP_GRACE_S * 1000LL;
+	while (!sh->remover_done && now_ms() < t)
+		sleep_ms(50);
+	sh->stop = 1;
+	if (progress_s)
+		progress(mode, start, run_s);
+	return wait_children(pids, now_ms() + STOP_GRACE_S * 1000LL);
+}
+
+static void print_figures(const char *what, const struct keyload_figures *f)
+{
+	printf("# figures %s: %ld cycles, %ld removals FILES_BUSY, %ld complete, %ld ENOKEY + %ld ENOENT seen, %llu fsynced bytes checked, %llu lost, %lld s of load\n",
+	       what, f->cycles, f->removals_busy, f->removals_complete,
+	       f->enokey, f->enoent, f->checked, f->lost, f->secs);
 }
 
 /* Returns -1 if a child got stuck in the kernel: then nothing is safe. */
-static int run_variant(const char *label, const char *opts, int per_extent,
-		       int run_s)
+static int run_variant(const char *label, const char *mode, const char *opts,
+		       int per_extent, int run_s, struct keyload_figures *fig)
 {
 	struct lab_fscrypt_fs fs = {
 		.name = "btrfs",
@@ -606,16 +1169,24 @@ static int run_variant(const char *label, const char *opts, int per_extent,
 	};
 	pid_t pids[CHILDREN];
 	char path[PATH_MAX], marker[80];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	uint64_t flags = 0;
 	struct stat st;
-	int w, f, i;
+	int w, f, i, k;
 
+	memset(fig, 0, sizeof(*fig));
 	printf("== %s: %d s\n", label, run_s);
 	lab_random(master, sizeof(master));
+	lab_random(master_b, sizeof(master_b));
 	lab_fscrypt_fs_setup(&fs, dev, mnt, NULL, master, sizeof(master), key_id);
 	PATHF(enc, "%s/enc", mnt);
+	PATHF(encb, "%s/enc-b", mnt);
 	if (!CHECK_OK(mkdir(enc, 0755), "mkdir %s", enc) ||
-	    !CHECK_OK(lab_set_policy(enc, key_id), "policy on %s", enc))
+	    !CHECK_OK(lab_set_policy(enc, key_id), "policy on %s", enc) ||
+	    !CHECK_OK(lab_add_raw_key(mnt, master_b, sizeof(master_b), key_id_b),
+		      "add key B") ||
+	    !CHECK_OK(mkdir(encb, 0755), "mkdir %s", encb) ||
+	    !CHECK_OK(lab_set_policy(encb, key_id_b), "policy on %s", encb))
 		goto out_umount;
 	memset(sh, 0, sizeof(*sh));
 	for (w = 0; w < WRITERS; w++) {
@@ -623,11 +1194,20 @@ static int run_variant(const char *label, const char *opts, int per_extent,
 			fill_pattern(sh->wf[w][f].durable, FSIZE,
 				     0x77000000u + (uint32_t)(w * FILES_PER_WRITER + f));
 			wfile_path(path, sizeof(path), w, f);
-			if (!CHECK_OK(write_file(path, sh->wf[w][f].durable, FSIZE),
-				      "create %s", path) ||
-			    !CHECK_OK(fsync_path(path), "fsync %s", path))
+			if (!make_file(path, FSIZE,
+				       0x77000000u + (uint32_t)(w * FILES_PER_WRITER + f)))
 				goto out_umount;
 		}
+	}
+	for (k = 0; k < COLD_FILES; k++) {
+		cold_path(path, sizeof(path), k);
+		if (!make_file(path, SMALL_LEN, cold_seed(k)))
+			goto out_umount;
+	}
+	for (k = 0; k < OTHER_FILES; k++) {
+		other_path(path, sizeof(path), k);
+		if (!make_file(path, SMALL_LEN, other_seed(k)))
+			goto out_umount;
 	}
 	/* the files really are encrypted the way this run is about */
 	wfile_path(path, sizeof(path), 0, 0);
@@ -639,6 +1219,8 @@ static int run_variant(const char *label, const char *opts, int per_extent,
 		      "%s: inode flags 0x%llx, expected ENCRYPT %s ENCRYPT_PER_EXTENT",
 		      path, (unsigned long long)flags,
 		      per_extent ? "with" : "without");
+
+	two_key_file(per_extent);
 
 	snprintf(marker, sizeof(marker), "lab-key-removal-writeback-%d-%s",
 		 getpid(), per_extent ? "extent" : "inode");
@@ -659,31 +1241,31 @@ static int run_variant(const char *label, const char *opts, int per_extent,
 			close(fds[w][f]);
 			fds[w][f] = -1;
 		}
-	sleep_ms(run_s * 1000L);
-	sh->stop = 1;
-	if (wait_children(pids, now_ms() + STOP_GRACE_S * 1000LL)) {
+	if (run_load(pids, mode, run_s, fig)) {
 		printf("# a child is stuck: not touching the filesystem any more\n");
+		print_figures(mode, fig);
 		return -1;
 	}
-	print_counts();
+	print_counts(fig);
 
 	CHECK(lab_key_status(mnt, key_id) == FSCRYPT_KEY_STATUS_PRESENT,
 	      "the key is not present after the remover re-added it");
-	verify_all("after the race, the key re-added");
-	remove_completely();
-	if (CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), key_id),
-		     "add the key after the complete removal"))
-		verify_all("after a complete removal and re-adding");
+	note_verify(fig, verify_all("after the race, the key re-added"));
+	removal_sequence(fig);
+	if (lab_key_status(mnt, key_id) == FSCRYPT_KEY_STATUS_PRESENT)
+		note_verify(fig, verify_all("after a complete removal and re-adding"));
 	CHECK(run("dmesg | sed -n '/%s/,$p' | grep -E 'BTRFS (error|critical|warning)|fscrypt.*(rror|Unable)'",
 		  marker) != 0,
 	      "the kernel logged btrfs or fscrypt errors during the race (above)");
 	if (!CHECK_OK(lab_umount(mnt), "umount"))
-		return 0;
+		goto out_figures;
 	if (!CHECK_OK(lab_fscrypt_fs_mount(&fs, dev, mnt, NULL), "mount again"))
-		return 0;
-	if (CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), key_id),
-		     "add the key after the remount"))
-		verify_all("after a remount");
+		goto out_figures;
+	if (CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), id),
+		     "add key A after the remount") &&
+	    CHECK_OK(lab_add_raw_key(mnt, master_b, sizeof(master_b), id),
+		     "add key B after the remount"))
+		note_verify(fig, verify_all("after a remount"));
 out_umount:
 	for (w = 0; w < WRITERS; w++)
 		for (f = 0; f < FILES_PER_WRITER; f++)
@@ -693,15 +1275,66 @@ out_umount:
 			}
 	if (CHECK_OK(lab_umount(mnt), "umount"))
 		lab_btrfs_check_clean(dev, "the filesystem after the removal race");
+out_figures:
+	print_figures(mode, fig);
 	return 0;
+}
+
+/* The figures file: $KEYLOAD_FIGURES, else $RESULTS/keyload-figures.tsv. */
+static void write_figures(const struct keyload_figures *t)
+{
+	const char *path = getenv("KEYLOAD_FIGURES");
+	const char *results = getenv("RESULTS");
+	char buf[PATH_MAX];
+	FILE *out;
+
+	if (!path || !*path) {
+		if (!results || !*results) {
+			printf("# neither KEYLOAD_FIGURES nor RESULTS is set: no figures file\n");
+			return;
+		}
+		PATHF(buf, "%s/keyload-figures.tsv", results);
+		path = buf;
+	}
+	out = fopen(path, "w");
+	if (!CHECK(out != NULL, "create %s: " LAB_ERR_FMT, path,
+		   LAB_ERR_ARGS(errno)))
+		return;
+	fprintf(out, "cycles\t%ld\n", t->cycles);
+	fprintf(out, "removals_busy\t%ld\n", t->removals_busy);
+	fprintf(out, "removals_complete\t%ld\n", t->removals_complete);
+	fprintf(out, "enokey_seen\t%ld\n", t->enokey + t->enoent);
+	fprintf(out, "fsynced_bytes_checked\t%llu\n", t->checked);
+	fprintf(out, "bytes_lost\t%llu\n", t->lost);
+	fprintf(out, "duration_s\t%lld\n", t->secs);
+	CHECK(fclose(out) == 0, "write %s: " LAB_ERR_FMT, path,
+	      LAB_ERR_ARGS(errno));
+	printf("# figures written to %s\n", path);
+}
+
+static void add_figures(struct keyload_figures *t,
+			const struct keyload_figures *f)
+{
+	t->cycles += f->cycles;
+	t->removals_busy += f->removals_busy;
+	t->removals_complete += f->removals_complete;
+	t->enokey += f->enokey;
+	t->enoent += f->enoent;
+	t->checked += f->checked;
+	t->lost += f->lost;
+	t->secs += f->secs;
 }
 
 int main(void)
 {
-	int w, f, stuck, ret;
+	struct keyload_figures fig, total = { 0 };
+	int w, f, stuck, ret, run_extent, run_inode;
 
 	dev = lab_env("SCRATCH_DEV");
 	mnt = lab_env("SCRATCH_MNT");
+	run_extent = (int)env_seconds("KEYLOAD_SECONDS", RUN_S_EXTENT, 1);
+	run_inode = (int)env_seconds("KEYLOAD_SECONDS", RUN_S_INODE, 1);
+	progress_s = env_seconds("KEYLOAD_PROGRESS", 0, 0);
 	for (w = 0; w < WRITERS; w++)
 		for (f = 0; f < FILES_PER_WRITER; f++)
 			fds[w][f] = -1;
@@ -720,18 +1353,26 @@ int main(void)
 		 */
 		stuck = run_variant("per-extent keys, key groups of two extents "
 				    "(mount option fscrypt_extents_per_key=2)",
-				    "fscrypt_extents_per_key=2", 1, RUN_S_EXTENT);
-		if (!stuck)
+				    "per-extent", "fscrypt_extents_per_key=2", 1,
+				    run_extent, &fig);
+		add_figures(&total, &fig);
+		if (!stuck) {
 			stuck = run_variant("per-inode keys (mount option "
 					    LAB_BTRFS_PER_INODE_KEYS_OPT ")",
-					    LAB_BTRFS_PER_INODE_KEYS_OPT, 0,
-					    RUN_S_INODE);
+					    "per-inode", LAB_BTRFS_PER_INODE_KEYS_OPT,
+					    0, run_inode, &fig);
+			add_figures(&total, &fig);
+		}
 	} else {
 		printf("# no %s: btrfs has per-inode keys only; running that variant alone\n",
 		       LAB_BTRFS_EXTENT_KEYS_FEATURE);
-		stuck = run_variant("per-inode keys (the only mode)", NULL, 0,
-				    RUN_S_INODE);
+		stuck = run_variant("per-inode keys (the only mode)", "per-inode",
+				    NULL, 0, run_inode, &fig);
+		add_figures(&total, &fig);
 	}
+	print_figures("all key modes", &total);
+	CHECK(total.lost == 0, "%llu fsynced bytes lost", total.lost);
+	write_figures(&total);
 	ret = lab_result("btrfs_fscrypt_key_removal_writeback");
 	if (stuck) {
 		/* the exit handlers would unmount, and hang with the child */
