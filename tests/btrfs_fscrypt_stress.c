@@ -39,7 +39,10 @@
  * fallocate (punch hole, preallocate with and without KEEP_SIZE), reflink,
  * rename (also over an existing file), unlink, fsync/fdatasync/syncfs,
  * snapshot of a live subvolume (and deletion of the oldest of three), a
- * remount to another key mode, and a read-back of a file.  Every write of an
+ * remount to another key mode, and a read-back of a file.  A fixed prologue
+ * first makes files in every directory, of both key modes, and meets each
+ * reflink and rename outcome above once, so that a short or slow run covers
+ * them too (the run must meet each at least once).  Every write of an
  * encrypted file carries a 64-byte plaintext marker (unique to the run) at
  * a random stride, every write of an unencrypted file another one; every
  * name carries the run's tag.  A model holds every file's expected bytes
