@@ -26,7 +26,7 @@
 #
 # A workload is bench/workloads/<name>/: workload.conf (shell variables:
 # description, FILE, FILE_SIZE, MIN_EXTENTS, MAX_EXTENTS, PHASES,
-# PROFILE_PHASE, COUNT_PHASES, EST_ARM_RUN_S), fio job files (prep.fio and
+# PROFILE_PHASE, COUNT_PHASES, EST_ARM_RUN_S, EST_PREP_S), fio job files (prep.fio and
 # one per phase, or per read kind: phase "seqread-orig" uses
 # seqread-orig.fio if it exists, else seqread.fio), and optionally hooks.sh,
 # which may redefine the wl_* functions below.
@@ -40,7 +40,8 @@ MIN_EXTENTS=${MIN_EXTENTS:-1}
 MAX_EXTENTS=${MAX_EXTENTS:-}
 PROFILE_PHASE=${PROFILE_PHASE:-randread}
 COUNT_PHASES=${COUNT_PHASES:-}
-EST_ARM_RUN_S=${EST_ARM_RUN_S:-120}
+EST_ARM_RUN_S=${EST_ARM_RUN_S:-60}
+EST_PREP_S=${EST_PREP_S:-60}
 export PATH=/job/tools:$PATH FILE_SIZE
 
 # ---- workload hooks (defaults; hooks.sh may redefine any of them) ---------
@@ -119,16 +120,28 @@ nr_arms=$(echo $ARMS | wc -w)
 total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
 done_runs=0
 done_at=0      # elapsed seconds when the last arm run ended
+preps=0 prep_secs=0	# PREP=once: arms prepared so far, and the time it took
 cur_arm="" cur_rep=""
 
 # One line per phase: arm, repetition, phase, elapsed against the expected
 # total. The expected total is the time of the finished arm runs plus the
-# remaining ones at their average so far (at EST_ARM_RUN_S, the workload's
-# own estimate, before the first one ends).
+# remaining ones at their average so far, and with PREP=once the arms not
+# prepared yet at the average preparation so far (before the first ends:
+# the workload's own estimates, EST_ARM_RUN_S and EST_PREP_S).
 progress() { # phase text
-	local el=$(( $(date +%s) - start )) avg expect
-	if [ "$done_runs" -gt 0 ]; then avg=$(( done_at / done_runs )); else avg=$EST_ARM_RUN_S; fi
-	expect=$(( done_at + (total - done_runs) * avg ))
+	local el=$(( $(date +%s) - start )) avg expect prep_avg=0 left_preps=0
+	if [ "$PREP" = once ]; then
+		left_preps=$(( nr_arms - preps - ${#skipped[@]} ))
+		if [ "$preps" -gt 0 ]; then prep_avg=$(( prep_secs / preps )); else prep_avg=$EST_PREP_S; fi
+	fi
+	if [ "$done_runs" -gt 0 ]; then
+		avg=$(( (done_at - prep_secs) / done_runs ))
+	elif [ "$PREP" = once ]; then
+		avg=$EST_ARM_RUN_S
+	else
+		avg=$(( EST_ARM_RUN_S + EST_PREP_S ))
+	fi
+	expect=$(( done_at + (total - done_runs) * avg + left_preps * prep_avg ))
 	[ "$expect" -lt "$el" ] && expect=$el
 	echo "LAB-PROGRESS [${el}s of ~${expect}s expected] arm $cur_arm, rep $cur_rep," \
 		"phase $1 (arm run $(( done_runs < total ? done_runs + 1 : total ))/$total)" >/dev/console
@@ -355,7 +368,8 @@ restore_dev() { # arm dev
 # PREP=once, the first run of an arm: make, probe, prep every phase's
 # files, check them, save the device. Returns 1 if the arm is skipped.
 prepare_arm() { # arm
-	local arm=$1 dev mnt=/mnt/bench-$1
+	local arm=$1 dev mnt=/mnt/bench-$1 t0
+	t0=$(date +%s)
 	dev=$(arm_dev "$arm")
 	mkdir -p "$mnt"
 	try_setup "$arm" prepare "$dev" "$mnt" || return 1
@@ -365,6 +379,8 @@ prepare_arm() { # arm
 	progress "save the prepared filesystem"
 	save_dev_image "$arm" "$dev" "$mnt"
 	prepared[$arm]=1
+	preps=$((preps + 1))
+	prep_secs=$(( prep_secs + $(date +%s) - t0 ))
 }
 
 # Make the arm's filesystem ready for one repetition (timed or profiled):

@@ -82,10 +82,14 @@ for _ in $ARMS; do scratch+=(--scratch 2G); done
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
 # shellcheck source=/dev/null # the workload is picked at run time; tests/host/bench-workloads.sh loads each one
-est=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null; echo "${EST_ARM_RUN_S:-120}")
+read -r est est_prep < <(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null
+	echo "${EST_ARM_RUN_S:-60} ${EST_PREP_S:-60}")
 runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
+# PREP=once prepares each arm once; PREP=each before every arm run
+preps=$nr_arms
+[ "$PREP" = once ] || preps=$runs
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE prep=$PREP kernel=$(basename "$KERNEL")"
-echo "bench: $runs arm runs, expected about $(( (runs * est + 30) / 60 )) min under TCG ($est s per arm run, less for arms found unsupported)"
+echo "bench: $runs arm runs and $preps preparations, expected about $(( (runs * est + preps * est_prep + 30) / 60 )) min under TCG ($est s per arm run, $est_prep s per preparation; less for arms found unsupported)"
 echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 append="slab_nomerge"
 if [ "$INJECT_LOOKUP_DELAY_US" != 0 ]; then

@@ -85,6 +85,7 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
+#include "btrfs_raw.h"
 #include "crc32c.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
@@ -114,30 +115,6 @@
 #define BLK_SIZE 4096
 
 static const char *dev, *mnt;
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	return get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	put_le32(p, (uint32_t)v);
-	put_le32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* ---- 1. ioctl garbage ------------------------------------------------------ */
 
@@ -228,19 +205,6 @@ out:
 
 /* ---- 2. corrupted contexts --------------------------------------------------- */
 
-/* struct btrfs_header: 101 bytes, then the item array (leaves). */
-#define HDR_SIZE 101
-#define HDR_FSID 32
-#define HDR_BYTENR 48
-#define HDR_GENERATION 80
-#define HDR_NRITEMS 96
-#define HDR_LEVEL 100
-/* struct btrfs_item: disk key (17 bytes), le32 offset, le32 size. */
-#define ITEM_SIZE 25
-#define ITEM_TYPE 8
-#define ITEM_KEY_OFFSET 9
-#define ITEM_OFFSET 17
-#define ITEM_DATA_SIZE 21
 /* struct btrfs_file_extent_item: where the fields are */
 #define FE_RAM_BYTES offsetof(struct btrfs_file_extent_item, ram_bytes)
 #define FE_COMPRESSION offsetof(struct btrfs_file_extent_item, compression)
@@ -305,8 +269,8 @@ static int read_tree_block(uint64_t start, unsigned char *blk,
 	if (!CHECK_OK(raw_read(dev, start, blk, nodesize), "read block at %llu",
 		      (unsigned long long)start))
 		return 0;
-	return !memcmp(blk + HDR_FSID, sb + HDR_FSID, 16) &&
-	       get_le32(blk) == lab_crc32c(blk + 32, nodesize - 32);
+	return !memcmp(blk + BRAW_HDR_FSID, sb + BRAW_HDR_FSID, 16) &&
+	       braw_csum_ok(blk, nodesize);
 }
 
 /*
@@ -331,12 +295,12 @@ static int in_root_leaf(const struct raw_needle *nd, unsigned char *blk,
 
 		if (in + nd->len > nodesize ||
 		    !read_tree_block(start, blk, nodesize, sb) ||
-		    blk[HDR_LEVEL] != 0 || memcmp(blk + in, nd->data, nd->len))
+		    blk[BRAW_HDR_LEVEL] != 0 || memcmp(blk + in, nd->data, nd->len))
 			continue;
-		g = get_le64(blk + HDR_GENERATION);
+		g = braw_le64(blk + BRAW_HDR_GENERATION);
 		if (g > newest)
 			newest = g;
-		if (get_le64(blk + HDR_BYTENR) == root && g > *gen) {
+		if (braw_le64(blk + BRAW_HDR_BYTENR) == root && g > *gen) {
 			*gen = g;
 			has_also = !also || memmem(blk, nodesize, also, also_len);
 		}
@@ -369,7 +333,7 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 
 	if (!CHECK_OK(raw_read(dev, SB_OFFSET, sb, sizeof(sb)), "read superblock"))
 		return -1;
-	nodesize = get_le32(sb + 0x94);	/* btrfs_super_block::nodesize */
+	nodesize = braw_le32(sb + 0x94);	/* btrfs_super_block::nodesize */
 	if (!CHECK(nodesize >= 4096 && nodesize <= 65536 &&
 		   !(nodesize & (nodesize - 1)), "implausible nodesize %u",
 		   nodesize))
@@ -412,13 +376,13 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
 		    memcmp(blk + in, needle, len) ||
 		    !edit(blk, nodesize, in, arg))
 			continue;
-		put_le32(blk, lab_crc32c(blk + 32, nodesize - 32));
+		braw_csum(blk, nodesize);
 		if (!CHECK_OK(raw_write_sync(dev, start, blk, nodesize),
 			      "rewrite tree block at %llu",
 			      (unsigned long long)start))
 			break;
-		if (share && get_le64(blk + HDR_BYTENR) == share->root &&
-		    get_le64(blk + HDR_GENERATION) == share->victim_gen)
+		if (share && braw_le64(blk + BRAW_HDR_BYTENR) == share->root &&
+		    braw_le64(blk + BRAW_HDR_GENERATION) == share->victim_gen)
 			share->live_leaf_edited = 1;
 		changed++;
 	}
@@ -509,17 +473,15 @@ static int check_shared_leaf(const char *what, const struct leaf_share *share)
 static int find_item(const unsigned char *blk, uint32_t nodesize, size_t in,
 		     uint8_t type, uint32_t size)
 {
-	uint32_t nritems = get_le32(blk + HDR_NRITEMS), slot;
-	const unsigned char *it;
+	struct braw_key key;
+	uint32_t slot;
 
-	if (blk[HDR_LEVEL] != 0 || nritems == 0 ||
-	    HDR_SIZE + (size_t)nritems * ITEM_SIZE > nodesize)
+	if (!braw_leaf_sane(blk, nodesize))
 		return -1;
-	for (slot = 0; slot < nritems; slot++) {
-		it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
-		if (it[ITEM_TYPE] == type &&
-		    HDR_SIZE + (size_t)get_le32(it + ITEM_OFFSET) == in &&
-		    get_le32(it + ITEM_DATA_SIZE) == size)
+	for (slot = 0; slot < braw_nritems(blk); slot++) {
+		braw_item_key(blk, slot, &key);
+		if (key.type == type && braw_item_start(blk, slot) == in &&
+		    braw_item_size(blk, slot) == size)
 			return (int)slot;
 	}
 	return -1;
@@ -529,16 +491,15 @@ static int find_item(const unsigned char *blk, uint32_t nodesize, size_t in,
 static int find_item_by_key(const unsigned char *blk, uint32_t nodesize,
 			    uint64_t objectid, uint8_t type, uint64_t offset)
 {
-	uint32_t nritems = get_le32(blk + HDR_NRITEMS), slot;
-	const unsigned char *it;
+	struct braw_key key;
+	uint32_t slot;
 
-	if (blk[HDR_LEVEL] != 0 || nritems == 0 ||
-	    HDR_SIZE + (size_t)nritems * ITEM_SIZE > nodesize)
+	if (!braw_leaf_sane(blk, nodesize))
 		return -1;
-	for (slot = 0; slot < nritems; slot++) {
-		it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
-		if (get_le64(it) == objectid && it[ITEM_TYPE] == type &&
-		    get_le64(it + ITEM_KEY_OFFSET) == offset)
+	for (slot = 0; slot < braw_nritems(blk); slot++) {
+		braw_item_key(blk, slot, &key);
+		if (key.objectid == objectid && key.type == type &&
+		    key.offset == offset)
 			return (int)slot;
 	}
 	return -1;
@@ -868,7 +829,7 @@ static int edit_ctx_nr(unsigned char *blk, uint32_t nodesize, size_t in,
 	if (ec->version != LAB_FSCRYPT_EXTENT_CTX_V2 ||
 	    extent_ctx_slot(blk, nodesize, in, ec) < 0)
 		return 0;
-	put_le64(blk + in + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, ec->value);
+	braw_put_le64(blk + in + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, ec->value);
 	return 1;
 }
 
@@ -897,28 +858,13 @@ static int edit_cut(unsigned char *blk, uint32_t nodesize, size_t in,
 {
 	const struct extent_case *ec = arg;
 	const uint32_t cut = ec->cut, keep = FE_SIZE + ctx_size(ec) - cut;
-	size_t item = in - FE_SIZE;	/* where the item's data starts */
-	uint32_t nritems, slot, i, data_end;
-	unsigned char *it;
-	int found;
+	int slot = extent_ctx_slot(blk, nodesize, in, ec);
 
-	found = extent_ctx_slot(blk, nodesize, in, ec);
-	if (found < 0 || cut == 0 || cut > ctx_size(ec))
+	if (slot < 0 || cut == 0 || cut > ctx_size(ec) ||
+	    braw_item_resize(blk, nodesize, (uint32_t)slot, keep, 0))
 		return 0;
-	slot = (uint32_t)found;
-	nritems = get_le32(blk + HDR_NRITEMS);
-	data_end = HDR_SIZE + get_le32(blk + HDR_SIZE + (size_t)(nritems - 1) * ITEM_SIZE +
-				       ITEM_OFFSET);
-	if (data_end > item || item + FE_SIZE + ctx_size(ec) > nodesize)
-		return 0;
-	memmove(blk + data_end + cut, blk + data_end, item + keep - data_end);
-	memset(blk + data_end, 0, cut);
-	for (i = slot; i < nritems; i++) {
-		it = blk + HDR_SIZE + (size_t)i * ITEM_SIZE;
-		put_le32(it + ITEM_OFFSET, get_le32(it + ITEM_OFFSET) + cut);
-	}
-	put_le32(blk + HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_DATA_SIZE, keep);
-	blk[item + cut + LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] = (unsigned char)ec->value;
+	blk[braw_item_start(blk, (uint32_t)slot) +
+	    LAB_BTRFS_FILE_EXTENT_ENCRYPTION_OFF] = (unsigned char)ec->value;
 	return 1;
 }
 
@@ -1231,23 +1177,20 @@ static int edit_make_inline(unsigned char *blk, uint32_t nodesize, size_t in,
 			    void *arg)
 {
 	const struct inline_edit *ie = arg;
-	const unsigned char *it;
 	unsigned char *fe;
 	int slot;
 
 	(void)in;
+	/* (a sane leaf: the item's data lies inside the block) */
 	slot = find_item_by_key(blk, nodesize, ie->ino, BTRFS_EXTENT_DATA_KEY, 0);
-	if (slot < 0)
+	if (slot < 0 || braw_item_size(blk, (uint32_t)slot) != FE_SIZE)
 		return 0;
-	it = blk + HDR_SIZE + (size_t)slot * ITEM_SIZE;
-	fe = blk + HDR_SIZE + get_le32(it + ITEM_OFFSET);
-	if (get_le32(it + ITEM_DATA_SIZE) != FE_SIZE ||
-	    HDR_SIZE + (size_t)get_le32(it + ITEM_OFFSET) + FE_SIZE > nodesize ||
-	    memcmp(fe, ie->item, FE_SIZE) ||
+	fe = blk + braw_item_start(blk, (uint32_t)slot);
+	if (memcmp(fe, ie->item, FE_SIZE) ||
 	    fe[FE_TYPE] != BTRFS_FILE_EXTENT_REG ||
 	    fe[FE_ENCRYPTION] != LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE)
 		return 0;
-	put_le64(fe + FE_RAM_BYTES, INLINE_LEN);
+	braw_put_le64(fe + FE_RAM_BYTES, INLINE_LEN);
 	fe[FE_COMPRESSION] = 0;		/* BTRFS_COMPRESS_NONE */
 	fe[FE_ENCRYPTION] = LAB_BTRFS_ENCRYPTION_NONE;
 	fe[FE_OTHER_ENCODING] = 0;
@@ -1407,7 +1350,7 @@ static int edit_ctx_key_type(unsigned char *blk, uint32_t nodesize, size_t in,
 			 41 /* BTRFS_FSCRYPT_INODE_CTX_KEY */, CTX_V2_SIZE);
 	if (slot < 0)
 		return 0;
-	blk[HDR_SIZE + (size_t)slot * ITEM_SIZE + ITEM_TYPE] = UNKNOWN_KEY_TYPE;
+	braw_item_hdr(blk, (uint32_t)slot)[BRAW_ITEM_TYPE] = UNKNOWN_KEY_TYPE;
 	return 1;
 }
 
