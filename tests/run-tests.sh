@@ -35,7 +35,7 @@ main_boot=1
 if [ -n "${ONLY:-}" ]; then
 	main_boot=0
 	for n in ${ONLY//,/ }; do
-		[ -x "$build/tests/phased/$n" ] || main_boot=1
+		[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] || main_boot=1
 	done
 fi
 report() { # status name detail
@@ -108,6 +108,21 @@ for name in "${phased[@]}"; do
 	   tail -n 15 "$pout/test.log" 2>/dev/null | sed 's/^/       | /' ;;
 	esac
 done
+
+# Power cuts (issue #14): 3 cuts with a fixed seed, own boots (tests/run-powercut.sh).
+if selected powercut; then
+	echo "== powercut: 3 power cuts (log: $run/powercut.log)"
+	tstart=$(date +%s)
+	POWERCUT_CUTS=3 POWERCUT_SEED=0x14f0002 POWERCUT_OUT=$run/powercut \
+		"$top/tests/run-powercut.sh" >"$run/powercut.log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - tstart ))
+	case $rc in
+	0) report PASS powercut "${secs}s; $(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut/figures.tsv" 2>/dev/null)" ;;
+	77) report SKIP powercut "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut/summary.md" 2>/dev/null)" ;;
+	*) report FAIL powercut "${secs}s; log: $run/powercut.log"; tail -n 15 "$run/powercut.log" | sed 's/^/       | /' ;;
+	esac
+fi
 
 if [ "${HOST_TESTS:-1}" = 1 ]; then
 	echo "== host tests"
