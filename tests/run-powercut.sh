@@ -4,7 +4,7 @@
 #   tests/run-powercut.sh
 #
 # Boots the debug kernel once per cut, on two scratch disks kept from boot
-# to boot (A: the filesystem, 512 MiB; B: the log of what is durable, 256
+# to boot (A: the filesystem, 1 GiB; B: the log of what is durable, 256
 # MiB; both cache=none). The guest program
 # (tests/powercut/btrfs_fscrypt_powercut.c, which describes the workload, the
 # log and the rule the verifier applies) runs a workload of writers, fsync,
@@ -110,7 +110,7 @@ if ! { cp "$bin" "$out/job/" && install -m 0755 "$guest" "$out/job/run" &&
 fi
 disk_a=$out/disk-a.img disk_b=$out/disk-b.img
 rm -f "$disk_a" "$disk_b" "$out/cut-image.img"
-if ! { truncate -s 512M "$disk_a" && truncate -s 256M "$disk_b"; }; then
+if ! { truncate -s 1G "$disk_a" && truncate -s 256M "$disk_b"; }; then
 	setup_error "cannot create the scratch disks in $out"
 fi
 

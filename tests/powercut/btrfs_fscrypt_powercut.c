@@ -38,7 +38,7 @@
  *   - a rename into a or b (fsync of both directories);
  *   - an unlink (fsync of the directory) and later a create (initial
  *     content, fsync of the file and the directory).
- * The coordinator, every 0.3 to 1.2 s: removes the master key (the files
+ * The coordinator, every 0.8 to 2.5 s: removes the master key (the files
  * are open: FILES_BUSY) and adds it again 0.2 to 0.7 s later; or pauses the
  * writers between their operations and takes a read-only snapshot of sv
  * (deleting the oldest of more than two first, then syncfs); or remounts
@@ -973,6 +973,8 @@ static void pc_check_view(struct pc_stats *st, struct pc_view *v)
 	size_t got_len;
 	int i, found = -1, mode;
 
+	if (v->mode > PC_MODE_EXTENT)
+		v->mode = PC_MODE_NONE;
 	for (i = 0; i < v->npaths; i++) {
 		if (lstat(v->path[i], &sb) != 0)
 			continue;
@@ -996,8 +998,6 @@ static void pc_check_view(struct pc_stats *st, struct pc_view *v)
 		st->inflight_seen++;
 		return;
 	}
-	if (v->mode > PC_MODE_EXTENT)
-		v->mode = PC_MODE_NONE;
 	mode = pc_inode_mode(v->path[found]);
 	if (mode < 0)
 		pc_err(st, "%s: cannot read its inode flags: " LAB_ERR_FMT, v->what,
@@ -1195,8 +1195,16 @@ static void pc_check_snaps(struct pc_stats *st, struct pc_model *md, uint64_t ru
 		if (s->pending && s->pending->op == PC_OP_SNAP_DEL)
 			continue;	/* being deleted: may be half gone */
 		if (lstat(root, &sb) != 0) {
-			if (s->state == PC_LIVE)
-				pc_err(st, "snapshot %u: missing (%s)", n, root);
+			if (s->state != PC_LIVE)
+				continue;	/* created in flight: may be absent */
+			for (i = 0; i < s->nfiles; i++) {
+				st->checked += s->f[i].size;
+				st->checked_mode[s->f[i].mode <= PC_MODE_EXTENT ? s->f[i].mode : 0] +=
+					s->f[i].size;
+				st->lost += s->f[i].size;
+			}
+			pc_err(st, "snapshot %u: missing (%s): the bytes of its %u files are lost",
+			       n, root, s->nfiles);
 			continue;
 		}
 		for (i = 0; i < s->nfiles; i++) {
@@ -1826,6 +1834,8 @@ static void pc_op_create(int w, struct pc_writer *wc)
 	if (!res)
 		wc->nf++;
 	pc_commit(&r, res, mode);
+	if (res)
+		sleep_ms(50);	/* the key is away for a while */
 }
 
 static void pc_writer_loop(int w)
@@ -1964,20 +1974,25 @@ static void pc_coordinator_loop(void)
 	int fd;
 
 	for (;;) {
-		sleep_ms(300 + rnd(900));
+		sleep_ms(800 + rnd(1700));
 		if (now_ms() >= next) {
 			pc_progress(start);
-			next += PC_PROGRESS_MS;
+			next = now_ms() + PC_PROGRESS_MS;
 		}
+		/*
+		 * Most of these commit a transaction (the key removal and
+		 * the remount sync the filesystem): not too often, or the
+		 * tree log would seldom be what the next mount replays.
+		 */
 		k = rnd(100);
-		if (k < 35) {
+		if (k < 30) {
 			pc_key_cycle();
-		} else if (k < 55) {
+		} else if (k < 50) {
 			pc_snap_cycle();
 		} else if (k < 75) {
 			pc_remount(cur_mode == PC_MODE_EXTENT ? PC_MODE_INODE : PC_MODE_EXTENT);
 			pc_count(C_REMOUNTS);
-		} else if (k < 90) {
+		} else if (k < 85) {
 			if (syncfs(mnt_fd))
 				pc_fatal("syncfs: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 			pc_count(C_SYNCS);
