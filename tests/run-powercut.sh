@@ -314,7 +314,9 @@ for ((n = 1; n <= cuts + 1; n++)); do
 			"$(num bytes_extent)" "$(num bytes_inode)" "$(num bytes_lost)" \
 			"$(num bytes_wrong)" "$(num errors)" "$(num check_errors)" \
 			"$(vget result)" >>"$out/cuts.tsv"
-		if [ "$(vget result)" != PASS ]; then
+		if [ "$(vget result)" = PASS ] && [ "$vrc" != 0 ]; then
+			fail+="cut $c: the verifier printed PASS but exited with ${vrc:-no status}; see $console"$'\n'
+		elif [ "$(vget result)" != PASS ]; then
 			fail+="cut $c: the verifier failed: $(num bytes_lost) bytes lost, $(num bytes_wrong) wrong, $(num errors) other errors, $(num check_errors) btrfs check errors; see $console (the filesystem as the cut left it: $out/cut-image.img)"$'\n'
 			grep -a 'powercut: ERROR' "$console" | head -n 10 | tr -d '\r' | sed 's/^/   /'
 		fi
