@@ -201,8 +201,12 @@ ms_to_s() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 # ---- the verifier's line of a boot -----------------------------------------------
 
 vline=
+# The kernel's copy (written to /dev/kmsg: never split by other output) if
+# it is there, else the copy on the console.
 verify_line() { # console
-	vline=$(grep -a -o 'powercut-verify: .*' "$1" | tail -n 1 | tr -d '\r')
+	vline=$(grep -a '^\[ *[0-9.]*\] powercut-verify: ' "$1" | tail -n 1 |
+		sed 's/^\[[^]]*\] //' | tr -d '\r')
+	[ -n "$vline" ] || vline=$(grep -a -o 'powercut-verify: .*' "$1" | tail -n 1 | tr -d '\r')
 }
 vget() { # key (from $vline); empty if absent
 	sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" ${vline#powercut-verify: }"
@@ -318,7 +322,7 @@ for ((n = 1; n <= cuts + 1; n++)); do
 			fail+="cut $c: the verifier printed PASS but exited with ${vrc:-no status}; see $console"$'\n'
 		elif [ "$(vget result)" != PASS ]; then
 			fail+="cut $c: the verifier failed: $(num bytes_lost) bytes lost, $(num bytes_wrong) wrong, $(num errors) other errors, $(num check_errors) btrfs check errors; see $console (the filesystem as the cut left it: $out/cut-image.img)"$'\n'
-			grep -a 'powercut: ERROR' "$console" | head -n 10 | tr -d '\r' | sed 's/^/   /'
+			grep -a 'powercut: FAIL' "$console" | head -n 10 | tr -d '\r' | sed 's/^/   /'
 		fi
 	fi
 	if [ -n "$ended" ]; then
