@@ -110,13 +110,14 @@ def section_run(doc, run):
         ("injected lookup delay, µs", meta.get("injected_lookup_delay_us",
                                                0)),
     ]
+    # the rest of what the host recorded about the run, in the same table
+    rows += [(k.replace("_", " "), info[k]) for k in sorted(
+        set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline", "date",
+                     "kernel_release", "kernel_series_hash",
+                     "kernel_config_sha256", "elapsed_s"})]
     doc.table(["item", "value"],
               [(k, f"`{v}`" if v not in (None, "") else "not recorded")
                for k, v in rows])
-    for k in sorted(set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline",
-                                 "kernel_release", "kernel_series_hash",
-                                 "kernel_config_sha256", "elapsed_s"}):
-        doc.p(f"{k}: `{info[k]}`")
     doc.code("QEMU command line", str(info.get("qemu_cmdline",
                                                "not recorded")))
     order = meta.get("order")
