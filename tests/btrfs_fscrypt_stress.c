@@ -34,7 +34,7 @@
  *    partners of the files they came from.
  *
  * A generator seeded with STRESS_SEED (default 0x14f0004) draws operations
- * for STRESS_SECONDS (default 30) in this filesystem: create, write (random
+ * for STRESS_SECONDS (default 20) in this filesystem: create, write (random
  * offset and length, unaligned half the time, some O_DIRECT), truncate,
  * fallocate (punch hole, preallocate with and without KEEP_SIZE), reflink,
  * rename (also over an existing file), unlink, fsync/fdatasync/syncfs,
@@ -114,7 +114,7 @@
 #define CONTROL_COPIES 256
 #define STOP_GRACE_S 300		/* children must stop within this */
 #define DEFAULT_SEED 0x14f0004u
-#define DEFAULT_SECONDS 30
+#define DEFAULT_SECONDS 20
 
 enum { D_A_EXT, D_A_INO, D_B_EXT, D_PLAIN, NDIRS };
 static const char *const dir_names[NDIRS] = { "a-ext", "a-ino", "b-ext", "plain" };
@@ -228,6 +228,14 @@ static void sleep_ms(long ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+static long long t0_ms;
+
+/* "== [seconds since the start] what": where the time goes, in the log. */
+static void phase(const char *what)
+{
+	printf("== [%.1fs] %s\n", (double)(now_ms() - t0_ms) / 1000.0, what);
 }
 
 /* A line in the test's log and on the console (run-vm.sh shows LAB-PROGRESS). */
@@ -996,9 +1004,11 @@ static void op_snapshot(void)
 /* Does /proc/self/mounts show the mode @mm for the scratch mount? */
 static int mounts_show(int mm)
 {
-	char *text = read_file("/proc/self/mounts", NULL), *line, *save = NULL;
+	char *line, *save = NULL, *text;
+	size_t len;
 	int ok = 0;
 
+	text = read_file("/proc/self/mounts", &len);
 	if (!text)
 		return 0;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -1099,7 +1109,7 @@ static void prologue(void)
 {
 	struct sfile *ae0, *ae1, *be, *p0, *p1, *ai;
 
-	printf("== prologue\n");
+	phase("prologue");
 	begin_op(OP_CREATE);
 	ae0 = create_file(0, D_A_EXT, 64 * KiB + 100);
 	begin_op(OP_CREATE);
@@ -1609,7 +1619,7 @@ int main(void)
 	pid_t pids[CHILDREN];
 	double secs;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	t0_ms = now_ms();
 	dev = lab_env("SCRATCH_DEV");
 	mnt = lab_env("SCRATCH_MNT");
 	rng = seed;
@@ -1646,7 +1656,7 @@ int main(void)
 	console_line("LAB-PROGRESS stress: seed 0x%lx, %lu s, background balance, scrub, drop_caches\n",
 		     seed, seconds);
 	prologue();
-	printf("== random operations\n");
+	phase("random operations");
 	while (now_ms() < stop_at) {
 		enum op op = draw_op();
 
@@ -1662,7 +1672,9 @@ int main(void)
 	}
 	secs = (double)(now_ms() - start) / 1000.0;
 	ops = op_seq;
+	phase("stopping the background");
 	stuck = stop_children(pids);
+	phase("background stopped");
 	console_line("LAB-PROGRESS stress: %lu ops in %.0f s; %ld balances (%ld cancelled, %ld chunks relocated), %ld scrubs, %ld drops\n",
 		     ops, secs, sh->balances, sh->balance_cancelled,
 		     sh->chunks_relocated, sh->scrubs, sh->drops);
@@ -1703,6 +1715,7 @@ int main(void)
 	}
 
 	/* ---- everything against the model ---- */
+	phase("checking every file against the model");
 	compare_all("end of the stress", 0);
 	CHECK_OK(lab_drop_caches("3"), "drop caches");
 	compare_all("after drop_caches", 0);
@@ -1712,6 +1725,7 @@ int main(void)
 	    !CHECK_OK(lab_add_raw_key(mnt, key_b, sizeof(key_b), id_b), "add key B again"))
 		lab_die("cannot mount the filesystem again");
 	cur_mm = extent_keys ? MM_EXTENT : MM_INODE;
+	phase("remounted");
 	files_checked = compare_all("after a remount", 1);
 	comparator_control();
 	/* (if the ring buffer lost the start marker, all of what is left) */
@@ -1722,6 +1736,7 @@ int main(void)
 	      "the kernel logged btrfs or fscrypt errors during the run (above)");
 
 	/* ---- sentinels of both key modes and the control, then the end ---- */
+	phase("sentinels and the control file");
 	for (i = 0; i < MAX_FILES; i++)
 		if (files[i].used && files[i].pol)
 			enc_copies += count_occurrences(files[i].data, files[i].size,
@@ -1736,12 +1751,16 @@ int main(void)
 	PATHF(path, "%s/%scontrol", mnt, ctl_name_pfx);
 	control = write_marker_file(path, ctl_marker, CONTROL_COPIES);
 	CHECK(enc_copies + sentinels > 0, "no encrypted file holds the marker: the scan would prove nothing");
+	phase("final scrub");
 	scrub_errors = sh->scrub_errors + final_scrub();
 	if (!CHECK_OK(lab_umount(mnt), "umount"))
 		lab_die("cannot unmount for the check and the scan");
+	phase("btrfs check");
 	check_errors = final_check();
+	phase("raw device scan");
 	scan = leak_scan(enc_copies + sentinels, sentinels, control);
 
+	phase("done");
 	console_line("LAB-PROGRESS stress: %d files checked, %lu mismatches, scrub errors %llu, check errors %ld, leak hits %lld, control %s\n",
 		     files_checked, mismatches + listing_mismatches, scrub_errors,
 		     check_errors, scan.leak_hits, scan.control_found ? "found" : "NOT found");

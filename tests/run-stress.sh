@@ -2,7 +2,8 @@
 # Host side of the stress run of issue #14 (parts 4 and 5: concurrent
 # stress, leaks).
 #
-# One boot of the debug kernel runs tests/btrfs_fscrypt_stress.c alone,
+# One boot of the debug kernel (KUnit off: kunit.enable=0; make test runs
+# it) runs tests/btrfs_fscrypt_stress.c alone,
 # through the usual harness (vm-images/run-vm.sh; tests/guest-run.sh in the
 # job, whose run script sets the test's STRESS_* variables): random
 # operations on encrypted files of both key modes for STRESS_SECONDS while
@@ -87,7 +88,7 @@ start=$(date +%s)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$top/vm-images/run-vm.sh" --kernel "$kernel" --root "$root" --job "$out/job" \
 	--out "$out/vm" --scratch "$scratch" --timeout "$timeout" \
-	--lab-args btrfs_fscrypt_stress
+	--append kunit.enable=0 --lab-args btrfs_fscrypt_stress
 vm_rc=$?
 wall=$(( $(date +%s) - start ))
 [ "$vm_rc" = 5 ] && die "the VM could not be started: $(cat "$out/vm/verdict" 2>/dev/null) (see vm-images/run-vm.sh --help)"
@@ -154,6 +155,10 @@ logline() { grep -a -m 1 "^# $1" "$out/test.log" 2>/dev/null | sed 's/^# //'; }
 		done
 		grep -a -E '^  (run tag|encrypted marker|encrypted name|control marker|unencrypted name) ' "$out/test.log" |
 			sed 's/^  /- raw scan: /'
+		echo
+		echo "Where the test's time went (seconds since its start):"
+		echo
+		grep -a '^== \[' "$out/test.log" | sed 's/^== \[\([0-9.]*\)s\] /- \1 s: /'
 		echo
 	fi
 	echo "## Splats and btrfs errors"
