@@ -218,12 +218,12 @@ num() { local v; v=$(vget "$1"); echo "${v:-0}"; }
 echo "== power cuts: $cuts cuts, seed $seed, kill ${min_ms}-${max_ms} ms after 'working', $(basename "$kernel") under $accel"
 echo "   output: $out"
 start=$SECONDS
-declare -a kill_ms boot_start
+declare -a kill_ms boot_start to_working
 cuts_done=0 boots=0 records=0 bytes_checked=0 bytes_lost=0 bytes_wrong=0
 check_runs=0 check_errors=0 splats=0 errors=0 work_errors=0 replays=0
 bytes_extent=0 bytes_inode=0
 fail='' skip=''
-printf 'cut\tkill_s\tcycle_s\tlog_replay\tcommitted\tinflight\tbytes_checked\tbytes_extent\tbytes_inode\tbytes_lost\tbytes_wrong\terrors\tcheck_errors\tresult\n' >"$out/cuts.tsv"
+printf 'cut\tto_working_s\tkill_s\tcycle_s\tlog_replay\tcommitted\tinflight\tbytes_checked\tbytes_extent\tbytes_inode\tbytes_lost\tbytes_wrong\terrors\tcheck_errors\tresult\n' >"$out/cuts.tsv"
 
 for ((n = 1; n <= cuts + 1; n++)); do
 	if [ "$n" = 1 ]; then
@@ -236,6 +236,7 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		what=last
 	fi
 	boot_start[n]=$SECONDS
+	launch_ns=$(date +%s%N)
 	boot "$n" "$what" "$n"
 	boots=$n
 	ended=
@@ -245,6 +246,7 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		0)
 			next_delay
 			t0=$(date +%s%N)
+			to_working[n]=$(( (t0 - launch_ns) / 1000000 ))
 			sleep "$(ms_to_s "$delay_ms")"
 			if kill -0 "$qpid" 2>/dev/null; then
 				kill_now
@@ -311,9 +313,9 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		[ "$(num check_runs)" = 0 ] && check="check did not run"
 		extra=
 		[ "$(num log_replay)" = 1 ] && extra="tree log replayed; "
-		echo "cut $c/$cuts: killed after $(ms_to_s "${kill_ms[c]:-0}") s; verify: $(num bytes_checked) bytes checked, $(num bytes_lost) lost, $check ($extra$(num committed) operations durable, $(num inflight) in flight; cycle ${cycle} s)"
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" \
-			"$(ms_to_s "${kill_ms[c]:-0}")" "$cycle" "$(num log_replay)" \
+		echo "cut $c/$cuts: killed after $(ms_to_s "${kill_ms[c]:-0}") s; verify: $(num bytes_checked) bytes checked, $(num bytes_lost) lost, $check ($extra$(num committed) operations durable, $(num inflight) in flight; boot to 'working' $(ms_to_s "${to_working[c]:-0}") s, cycle ${cycle} s)"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" \
+			"$(ms_to_s "${to_working[c]:-0}")" "$(ms_to_s "${kill_ms[c]:-0}")" "$cycle" "$(num log_replay)" \
 			"$(num committed)" "$(num inflight)" "$(num bytes_checked)" \
 			"$(num bytes_extent)" "$(num bytes_inode)" "$(num bytes_lost)" \
 			"$(num bytes_wrong)" "$(num errors)" "$(num check_errors)" \
