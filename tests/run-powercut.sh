@@ -34,6 +34,11 @@
 #                       changed (lib: --self-check): it must report lost
 #                       bytes, so such a run must FAIL (the control)
 #   POWERCUT_KEEP_DISKS=1  keep the disk images of a passing run too
+#   POWERCUT_BUDGET_S   if set, no new cut starts when the run would
+#                       otherwise end later than this many seconds after
+#                       its start (at the average cycle so far): the next
+#                       boot is the last, verify-only one, and the run
+#                       reports the cuts it made (not a failure)
 #   KERNEL, ROOT        default build/bzImage-debug, build/root.img
 #   POWERCUT_BIN        default build/tests/powercut/btrfs_fscrypt_powercut
 #   ACCEL               auto (kvm if build/kvm-probe says it works, else
@@ -67,11 +72,12 @@ max_ms=${POWERCUT_MAX_MS:-15000}
 boot_timeout=${POWERCUT_BOOT_TIMEOUT:-300}
 selfcheck=${POWERCUT_SELFCHECK:-0}
 keep=${POWERCUT_KEEP_DISKS:-0}
+budget=${POWERCUT_BUDGET_S:-0}
 accel=${ACCEL:-auto}
 out=${POWERCUT_OUT:-$build/reliability/powercut-$(date +%Y-%m-%d-%H%M%S)}
 cpus=2 mem=1536
 
-for v in cuts min_ms max_ms boot_timeout; do
+for v in cuts min_ms max_ms boot_timeout budget; do
 	case ${!v} in '' | *[!0-9]*) setup_error "$v=${!v} is not a number" ;; esac
 done
 [ "$cuts" -ge 1 ] || setup_error "POWERCUT_CUTS must be at least 1"
@@ -222,13 +228,22 @@ declare -a kill_ms boot_start to_working
 cuts_done=0 boots=0 records=0 bytes_checked=0 bytes_lost=0 bytes_wrong=0
 check_runs=0 check_errors=0 splats=0 errors=0 work_errors=0 replays=0
 bytes_extent=0 bytes_inode=0
-fail='' skip=''
+fail='' skip='' budget_stop=''
 printf 'cut\tto_working_s\tkill_s\tcycle_s\tlog_replay\tcommitted\tinflight\tbytes_checked\tbytes_extent\tbytes_inode\tbytes_lost\tbytes_wrong\terrors\tcheck_errors\tresult\n' >"$out/cuts.tsv"
 
 for ((n = 1; n <= cuts + 1; n++)); do
+	final=0
+	[ "$n" -gt "$cuts" ] && final=1
+	# the time budget: would one more cut (and the last boot) end too late?
+	if [ "$final" = 0 ] && [ "$n" -gt 1 ] && [ "$budget" -gt 0 ] &&
+		[ $(( (SECONDS - start) * (n + 1) / (n - 1) )) -gt "$budget" ]; then
+		final=1
+		budget_stop=$((n - 1))
+		echo "time budget of ${budget}s: no cut after cut $budget_stop; the next boot only verifies"
+	fi
 	if [ "$n" = 1 ]; then
 		what=first
-	elif [ "$n" -le "$cuts" ]; then
+	elif [ "$final" = 0 ]; then
 		what=cycle
 	elif [ "$selfcheck" = 1 ]; then
 		what=last-selfcheck
@@ -240,7 +255,7 @@ for ((n = 1; n <= cuts + 1; n++)); do
 	boot "$n" "$what" "$n"
 	boots=$n
 	ended=
-	if [ "$n" -le "$cuts" ]; then
+	if [ "$final" = 0 ]; then
 		wait_working
 		case $? in
 		0)
@@ -338,6 +353,7 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		fi
 	fi
 	[ -z "$fail" ] || break
+	[ "$final" = 0 ] || break
 done
 duration=$((SECONDS - start))
 
@@ -359,9 +375,11 @@ if [ -n "$skip" ]; then
 	verdict="SKIP: $skip"
 elif [ -n "$fail" ]; then
 	verdict="FAIL"
-elif [ "$cuts_done" != "$cuts" ]; then
+elif [ "$cuts_done" != "${budget_stop:-$cuts}" ]; then
 	verdict="FAIL"
 	fail="only $cuts_done of $cuts cuts were verified"$'\n'
+elif [ -n "$budget_stop" ]; then
+	verdict="PASS ($cuts_done of the $cuts cuts asked for: the time budget of ${budget}s ended the run)"
 else
 	verdict="PASS"
 fi
