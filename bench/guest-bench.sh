@@ -167,9 +167,7 @@ save_dir=/mnt/bench-saved
 PREP=${PREP:-once}
 case $PREP in once | each) ;; *) echo "bench: FAIL: PREP must be once or each, not '$PREP'"; exit 1 ;; esac
 echo "$PREP" >"$out/prep-mode"
-declare -A prepared
-
-declare -A skipped
+declare -A prepared=() skipped=()
 
 # The key mode the kernel gives new files of a mounted arm: btrfs says it
 # in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, patch
@@ -571,8 +569,17 @@ if [ "${PROFILE:-0}" = 1 ]; then
 		profiled_run "$arm"
 	done
 fi
+# An arm that is neither skipped nor measured in every rep means that this
+# script went wrong (e.g. a function aborted by an expansion error, which
+# does not stop the script): fail the run rather than report it half done.
 for arm in $ARMS; do
-	[ -n "${skipped[$arm]:-}" ] || printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
+	[ -n "${skipped[$arm]:-}" ] && continue
+	n=$(awk -F'\t' -v a="$arm" '$1 == a' "$out/order.tsv" 2>/dev/null | wc -l)
+	if [ "$n" != "$REPS" ]; then
+		echo "bench: FAIL: $arm was not skipped, but measured in $n of $REPS reps"
+		exit 1
+	fi
+	printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
 done
 cur_arm=- cur_rep=-
 progress "done"
