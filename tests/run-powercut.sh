@@ -227,7 +227,7 @@ start=$SECONDS
 declare -a kill_ms boot_start to_working
 cuts_done=0 boots=0 records=0 bytes_checked=0 bytes_lost=0 bytes_wrong=0
 check_runs=0 check_errors=0 splats=0 errors=0 work_errors=0 replays=0
-bytes_extent=0 bytes_inode=0
+bytes_extent=0 bytes_inode=0 renames_both=0
 fail='' skip='' budget_stop=''
 printf 'cut\tto_working_s\tkill_s\tcycle_s\tlog_replay\tcommitted\tinflight\tbytes_checked\tbytes_extent\tbytes_inode\tbytes_lost\tbytes_wrong\terrors\tcheck_errors\tresult\n' >"$out/cuts.tsv"
 
@@ -322,12 +322,14 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		check_runs=$((check_runs + $(num check_runs)))
 		check_errors=$((check_errors + $(num check_errors)))
 		replays=$((replays + $(num log_replay)))
+		renames_both=$((renames_both + $(num renames_both)))
 		cycle=$(( boot_start[n] - boot_start[c] ))
 		check="check clean"
 		[ "$(num check_errors)" = 0 ] || check="check: $(num check_errors) error(s)"
 		[ "$(num check_runs)" = 0 ] && check="check did not run"
 		extra=
 		[ "$(num log_replay)" = 1 ] && extra="tree log replayed; "
+		[ "$(num renames_both)" = 0 ] || extra+="$(num renames_both) file(s) under both names after a rename between directories in flight; "
 		echo "cut $c/$cuts: killed after $(ms_to_s "${kill_ms[c]:-0}") s; verify: $(num bytes_checked) bytes checked, $(num bytes_lost) lost, $check ($extra$(num committed) operations durable, $(num inflight) in flight; boot to 'working' $(ms_to_s "${to_working[c]:-0}") s, cycle ${cycle} s)"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" \
 			"$(ms_to_s "${to_working[c]:-0}")" "$(ms_to_s "${kill_ms[c]:-0}")" "$cycle" "$(num log_replay)" \
@@ -402,6 +404,7 @@ selfnote=
 	echo "- fsynced bytes checked: summed over the verifies; each verify compares every byte of every file and snapshot file the log describes (per-extent-key files $bytes_extent, per-inode-key files $bytes_inode)."
 	echo "- bytes found wrong beyond a file's fsynced size: $bytes_wrong; other verifier errors (names, sizes, modes, snapshots, plaintext names without the key): $errors; error lines of the workload: $work_errors."
 	echo "- cuts whose mount replayed a tree log: $replays of $cuts_done."
+	echo "- files found under both their old and new name after a rename between the two directories was in flight (allowed: btrfs logs each directory at its own fsync; see the guest program's header): $renames_both."
 	echo "- per cut (one boot: verify of the previous cut, then the workload until the kill): $per_cut s on average; cuts.tsv has each cut."
 	if [ -n "$fail" ]; then
 		echo
