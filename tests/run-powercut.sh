@@ -31,7 +31,7 @@
 #   POWERCUT_BOOT_TIMEOUT  seconds a boot may take to reach "working" (or,
 #                       for the last boot, to end): default 300
 #   POWERCUT_SELFCHECK=1   the last boot's verifier reads one log record
-#                       changed (lib: --self-check): it must report lost
+#                       changed (verify --self-check): it must report lost
 #                       bytes, so such a run must FAIL (the control)
 #   POWERCUT_KEEP_DISKS=1  keep the disk images of a passing run too
 #   POWERCUT_BUDGET_S   if set, no new cut starts when the run would
