@@ -368,25 +368,6 @@ static void kmsg_drain(struct kmsg_img *k)
 	}
 }
 
-static void console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
-static void console_line(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int fd;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	printf("%s", line);
-	fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, line, strlen(line)) < 0)
-			printf("write to /dev/console: %s\n", strerror(errno));
-		close(fd);
-	}
-}
-
 /* ---- making the pristine filesystem ---------------------------------------------------- */
 
 /* What was written, by path relative to the mount. */
@@ -2661,7 +2642,7 @@ int main(void)
 		write_state();
 		if (stop) {
 			st.stopped_at = (int)k;
-			console_line("LAB-PROGRESS fuzz: stopped at image %u (a splat or a hang)\n", k);
+			lab_console_line("LAB-PROGRESS fuzz: stopped at image %u (a splat or a hang)\n", k);
 			break;
 		}
 		if (verify_every && (k - first + 1) % verify_every == 0) {
@@ -2671,7 +2652,7 @@ int main(void)
 			verify(when);
 		}
 		if (progress && (k - first + 1) % progress == 0)
-			console_line("LAB-PROGRESS fuzz [%.0fs] %u/%u images: %u mounted, %u with clean errors, %u bugs, %u splats\n",
+			lab_console_line("LAB-PROGRESS fuzz [%.0fs] %u/%u images: %u mounted, %u with clean errors, %u bugs, %u splats\n",
 				     now() - st.t_start, k - first + 1, images, st.mounted,
 				     st.with_errors, st.bugs, st.splats);
 	}

@@ -88,6 +88,7 @@
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "lab_child.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -233,23 +234,6 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32) % n;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The errors a file access may get while the key is removed. */
 static int keyless_errno(int e)
 {
@@ -280,27 +264,6 @@ static long env_seconds(const char *name, long def, long min)
 		lab_die("%s=%s: expected a number of seconds from %ld to %d",
 			name, s, min, MAX_RUN_S);
 	return v;
-}
-
-/* A line on the test's output and the console (for the host's progress). */
-static void console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
-static void console_line(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int fd;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	printf("%s", line);
-	fflush(stdout);
-	fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (write(fd, line, strlen(line)) < 0)
-		printf("write to /dev/console: %s\n", strerror(errno));
-	close(fd);
 }
 
 /*
@@ -553,7 +516,7 @@ static int creator(void)
 					   LAB_ERR_ARGS(e)))
 					break;
 				sh->create_nokey++;
-				sleep_ms(20);
+				lab_sleep_ms(20);
 			} else {
 				fill_pattern(expect, len, newfile_seed(k));
 				if (!CHECK_OK(write_all(fd, expect, len),
@@ -615,7 +578,7 @@ static int remover(void)
 	int k;
 
 	while (!sh->stop_remover) {
-		sleep_ms(100 + rnd(300));
+		lab_sleep_ms(100 + rnd(300));
 		flags = 0;
 		if (!CHECK_OK(lab_remove_key(mnt, key_id, &flags),
 			      "remover: FS_IOC_REMOVE_ENCRYPTION_KEY"))
@@ -631,7 +594,7 @@ static int remover(void)
 		check_key_status("remover: after a removal with files open",
 				 FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED);
 		remover_check_removed(buf, expect);
-		sleep_ms(100 + rnd(300));
+		lab_sleep_ms(100 + rnd(300));
 		/* always ends with the key there */
 		if (!CHECK_OK(lab_add_raw_key(mnt, master, sizeof(master), id),
 			      "remover: FS_IOC_ADD_ENCRYPTION_KEY"))
@@ -656,7 +619,7 @@ static int dropper(void)
 	int fd;
 
 	while (!sh->stop) {
-		sleep_ms(1000 + rnd(1500));
+		lab_sleep_ms(1000 + rnd(1500));
 		fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 		if (!CHECK_OK(fd, "open drop_caches"))
 			break;
@@ -729,9 +692,9 @@ static int wait_children(pid_t *pids, long long deadline_ms)
 		if (r < 0 && errno != EINTR)
 			lab_die("waitpid: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 		if (r <= 0) {
-			if (now_ms() >= deadline_ms)
+			if (lab_now_ms() >= deadline_ms)
 				break;
-			sleep_ms(50);
+			lab_sleep_ms(50);
 			continue;
 		}
 		for (i = 0; i < CHILDREN; i++)
@@ -1114,8 +1077,8 @@ static void print_counts(struct keyload_figures *fig)
 
 static void progress(const char *mode, long long start, int run_s)
 {
-	console_line("LAB-PROGRESS keyload %s [%llds/%ds]: %ld cycles, %ld writes, %ld fsyncs, %ld refused without the key\n",
-		     mode, (now_ms() - start) / 1000, run_s, sh->adds,
+	lab_console_line("LAB-PROGRESS keyload %s [%llds/%ds]: %ld cycles, %ld writes, %ld fsyncs, %ld refused without the key\n",
+		     mode, (lab_now_ms() - start) / 1000, run_s, sh->adds,
 		     sum_writers(sh->writes), sum_writers(sh->fsyncs),
 		     sum_writers(sh->reopen_nokey) + sum_writers(sh->reopen_noent) +
 		     sh->create_nokey + sh->check_nokey + sh->check_noent +
@@ -1126,29 +1089,29 @@ static void progress(const char *mode, long long start, int run_s)
 static int run_load(pid_t *pids, const char *mode, int run_s,
 		    struct keyload_figures *fig)
 {
-	long long start = now_ms(), end = start + run_s * 1000LL, next, t;
+	long long start = lab_now_ms(), end = start + run_s * 1000LL, next, t;
 
 	next = progress_s ? start + progress_s * 1000LL : end;
 	for (;;) {
-		t = now_ms();
+		t = lab_now_ms();
 		if (t >= end)
 			break;
-		sleep_ms((long)((next < end ? next : end) - t));
-		if (progress_s && now_ms() >= next && now_ms() < end) {
+		lab_sleep_ms((long)((next < end ? next : end) - t));
+		if (progress_s && lab_now_ms() >= next && lab_now_ms() < end) {
 			progress(mode, start, run_s);
 			next += progress_s * 1000LL;
 		}
 	}
-	fig->secs += (now_ms() - start + 500) / 1000;
+	fig->secs += (lab_now_ms() - start + 500) / 1000;
 	/* the writers keep their files open until the remover has stopped */
 	sh->stop_remover = 1;
-	t = now_ms() + STOP_GRACE_S * 1000LL;
-	while (!sh->remover_done && now_ms() < t)
-		sleep_ms(50);
+	t = lab_now_ms() + STOP_GRACE_S * 1000LL;
+	while (!sh->remover_done && lab_now_ms() < t)
+		lab_sleep_ms(50);
 	sh->stop = 1;
 	if (progress_s)
 		progress(mode, start, run_s);
-	return wait_children(pids, now_ms() + STOP_GRACE_S * 1000LL);
+	return wait_children(pids, lab_now_ms() + STOP_GRACE_S * 1000LL);
 }
 
 static void print_figures(const char *what, const struct keyload_figures *f)

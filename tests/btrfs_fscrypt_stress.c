@@ -78,6 +78,7 @@
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "lab_child.h"
 #include "rawdev.h"
 
 #include <dirent.h>
@@ -213,49 +214,12 @@ static unsigned long env_ul(const char *name, unsigned long dflt)
 	return v && *v ? strtoul(v, NULL, 0) : dflt;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static long long t0_ms;
 
 /* "== [seconds since the start] what": where the time goes, in the log. */
 static void phase(const char *what)
 {
-	printf("== [%.1fs] %s\n", (double)(now_ms() - t0_ms) / 1000.0, what);
-}
-
-/* A line in the test's log and on the console (run-vm.sh shows LAB-PROGRESS). */
-static void console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
-static void console_line(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int fd;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	printf("%s", line);
-	fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, line, strlen(line)) < 0)
-			printf("write to /dev/console: %s\n", strerror(errno));
-		close(fd);
-	}
+	printf("== [%.1fs] %s\n", (double)(lab_now_ms() - t0_ms) / 1000.0, what);
 }
 
 /* ---- the model ------------------------------------------------------------ */
@@ -1202,7 +1166,7 @@ static int balancer(void)
 			       (kind - 1) % 4, ret, LAB_ERR_ARGS(e));
 		}
 		if (!sh->stop)
-			sleep_ms(500);
+			lab_sleep_ms(500);
 	}
 	close(fd);
 	return 0;
@@ -1250,7 +1214,7 @@ static int scrubber(void)
 			       LAB_ERR_ARGS(e));
 		}
 		if (!sh->stop)
-			sleep_ms(500);
+			lab_sleep_ms(500);
 	}
 	close(fd);
 	return 0;
@@ -1261,7 +1225,7 @@ static int dropper(void)
 	int fd;
 
 	while (!sh->stop) {
-		sleep_ms(1000 + (long)(rnd64() % 1000));
+		lab_sleep_ms(1000 + (long)(rnd64() % 1000));
 		fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "3", 1) != 1) {
 			sh->drop_errors++;
@@ -1306,13 +1270,13 @@ static pid_t start_child(int i)
  */
 static int stop_children(pid_t *pids)
 {
-	long long deadline = now_ms() + STOP_GRACE_S * 1000LL;
+	long long deadline = lab_now_ms() + STOP_GRACE_S * 1000LL;
 	int left = CHILDREN, st, i, fd;
 	pid_t r;
 
 	sh->stop = 1;
 	fd = top_fd();
-	while (left > 0 && now_ms() < deadline) {
+	while (left > 0 && lab_now_ms() < deadline) {
 		if (fd >= 0) {
 			int cancel = BTRFS_BALANCE_CTL_CANCEL;
 
@@ -1334,7 +1298,7 @@ static int stop_children(pid_t *pids)
 			}
 		}
 		if (left > 0)
-			sleep_ms(200);
+			lab_sleep_ms(200);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -1619,7 +1583,7 @@ int main(void)
 	pid_t pids[CHILDREN];
 	double secs;
 
-	t0_ms = now_ms();
+	t0_ms = lab_now_ms();
 	dev = lab_env("SCRATCH_DEV");
 	mnt = lab_env("SCRATCH_MNT");
 	rng = seed;
@@ -1650,32 +1614,32 @@ int main(void)
 	run("echo %s > /dev/kmsg", marker);
 	for (i = 0; i < CHILDREN; i++)
 		pids[i] = start_child(i);
-	start = now_ms();
+	start = lab_now_ms();
 	stop_at = start + (long long)seconds * 1000;
 	next_progress = start + (long long)progress * 1000;
-	console_line("LAB-PROGRESS stress: seed 0x%lx, %lu s, background balance, scrub, drop_caches\n",
+	lab_console_line("LAB-PROGRESS stress: seed 0x%lx, %lu s, background balance, scrub, drop_caches\n",
 		     seed, seconds);
 	prologue();
 	phase("random operations");
-	while (now_ms() < stop_at) {
+	while (lab_now_ms() < stop_at) {
 		enum op op = draw_op();
 
 		begin_op(op);
 		op_fns[op]();
-		if (progress && now_ms() >= next_progress) {
+		if (progress && lab_now_ms() >= next_progress) {
 			next_progress += (long long)progress * 1000;
-			console_line("LAB-PROGRESS stress [%llds] %lu ops, %d files, %ld balances, %ld scrubs (%llu errors), %ld drops, %d failures\n",
-				     (now_ms() - start) / 1000, op_seq, nfiles(),
+			lab_console_line("LAB-PROGRESS stress [%llds] %lu ops, %d files, %ld balances, %ld scrubs (%llu errors), %ld drops, %d failures\n",
+				     (lab_now_ms() - start) / 1000, op_seq, nfiles(),
 				     sh->balances, sh->scrubs, sh->scrub_errors,
 				     sh->drops, lab_failures);
 		}
 	}
-	secs = (double)(now_ms() - start) / 1000.0;
+	secs = (double)(lab_now_ms() - start) / 1000.0;
 	ops = op_seq;
 	phase("stopping the background");
 	stuck = stop_children(pids);
 	phase("background stopped");
-	console_line("LAB-PROGRESS stress: %lu ops in %.0f s; %ld balances (%ld cancelled, %ld chunks relocated), %ld scrubs, %ld drops\n",
+	lab_console_line("LAB-PROGRESS stress: %lu ops in %.0f s; %ld balances (%ld cancelled, %ld chunks relocated), %ld scrubs, %ld drops\n",
 		     ops, secs, sh->balances, sh->balance_cancelled,
 		     sh->chunks_relocated, sh->scrubs, sh->drops);
 	printf("# operations:");
@@ -1761,7 +1725,7 @@ int main(void)
 	scan = leak_scan(enc_copies + sentinels, sentinels, control);
 
 	phase("done");
-	console_line("LAB-PROGRESS stress: %d files checked, %lu mismatches, scrub errors %llu, check errors %ld, leak hits %lld, control %s\n",
+	lab_console_line("LAB-PROGRESS stress: %d files checked, %lu mismatches, scrub errors %llu, check errors %ld, leak hits %lld, control %s\n",
 		     files_checked, mismatches + listing_mismatches, scrub_errors,
 		     check_errors, scan.leak_hits, scan.control_found ? "found" : "NOT found");
 	write_figures(secs, ops, scan.leak_hits, scan.control_found, files_checked,

@@ -2,15 +2,18 @@
 /* lab.c - helper library for the in-guest test programs; see lab.h. */
 #include "lab.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -660,4 +663,32 @@ fail:
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+void lab_console_line(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	printf("%s", line);
+	fflush(stdout);
+	fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, line, strlen(line)) < 0)
+			printf("write to /dev/console: %s\n", strerror(errno));
+		close(fd);
+	}
+}
+
+void lab_sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }

@@ -210,4 +210,15 @@ size_t count_occurrences(const void *hay, size_t hlen, const void *needle,
 long long count_occurrences_on_device(const char *dev, const void *needle,
 				      size_t len);
 
+/*
+ * Print a formatted line (the caller ends it with a newline) to stdout and
+ * to /dev/console, where the host's runner sees it as it comes (progress,
+ * markers that attribute kernel messages to a step).  stdout is flushed
+ * first, so the two stay in order in a log that mixes them.
+ */
+void lab_console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
+
+/* Sleep @ms milliseconds, resuming after signals. */
+void lab_sleep_ms(long ms);
+
 #endif /* LAB_H */

@@ -41,15 +41,6 @@ pid_t lab_child_start(int (*fn)(void *), void *arg)
 	_exit(ret);
 }
 
-static void lab_sleep_ms(long long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 enum lab_child_end lab_child_wait(pid_t pid, long long deadline_ms, int *code)
 {
 	int st;
