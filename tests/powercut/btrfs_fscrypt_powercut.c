@@ -132,6 +132,7 @@
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "lab_child.h"
 #include "rawdev.h"
 
 #include <dirent.h>
@@ -246,23 +247,6 @@ static char sv_path[PATH_MAX], enc_path[PATH_MAX], snaps_path[PATH_MAX];
 static char dir_path[PC_DIRS][PATH_MAX];
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static uint64_t rng_state;
 
@@ -1889,7 +1873,7 @@ static void pc_op_create(int w, struct pc_writer *wc)
 		wc->nf++;
 	pc_commit(&r, res, mode);
 	if (res)
-		sleep_ms(50);	/* the key is away for a while */
+		lab_sleep_ms(50);	/* the key is away for a while */
 }
 
 static void pc_writer_loop(int w)
@@ -1901,7 +1885,7 @@ static void pc_writer_loop(int w)
 	for (;;) {
 		while (__atomic_load_n(&sh->pause, __ATOMIC_SEQ_CST)) {
 			__atomic_store_n(&sh->paused[w], 1, __ATOMIC_SEQ_CST);
-			sleep_ms(5);
+			lab_sleep_ms(5);
 		}
 		__atomic_store_n(&sh->paused[w], 0, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&sh->pause, __ATOMIC_SEQ_CST))
@@ -1941,7 +1925,7 @@ static void pc_pause_writers(void)
 			    !__atomic_load_n(&sh->dead[w], __ATOMIC_SEQ_CST))
 				all = 0;
 		if (!all)
-			sleep_ms(2);
+			lab_sleep_ms(2);
 	} while (!all);
 }
 
@@ -1956,7 +1940,7 @@ static void pc_key_cycle(void)
 		pc_fatal("key removal status flags 0x%x", flags);
 	if (flags)
 		pc_count(C_BUSY);
-	sleep_ms(200 + rnd(500));
+	lab_sleep_ms(200 + rnd(500));
 	if (lab_add_raw_key(mnt, hdr.key, sizeof(hdr.key), id) ||
 	    memcmp(id, hdr.key_id, sizeof(id)))
 		pc_fatal("FS_IOC_ADD_ENCRYPTION_KEY: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
@@ -2009,7 +1993,7 @@ static void pc_progress(long long start)
 	int c, p;
 
 	len = (size_t)snprintf(line, sizeof(line), "powercut: progress %.1fs",
-			       (double)(now_ms() - start) / 1000);
+			       (double)(lab_now_ms() - start) / 1000);
 	for (c = 0; c < C_MAX; c++) {
 		for (v = 0, p = 0; p < PC_PROCS; p++)
 			v += __atomic_load_n(&sh->cnt[p][c], __ATOMIC_RELAXED);
@@ -2023,15 +2007,15 @@ static void pc_progress(long long start)
 
 static void pc_coordinator_loop(void)
 {
-	long long start = now_ms(), next = start + PC_PROGRESS_MS;
+	long long start = lab_now_ms(), next = start + PC_PROGRESS_MS;
 	uint32_t k;
 	int fd;
 
 	for (;;) {
-		sleep_ms(800 + rnd(1700));
-		if (now_ms() >= next) {
+		lab_sleep_ms(800 + rnd(1700));
+		if (lab_now_ms() >= next) {
 			pc_progress(start);
-			next = now_ms() + PC_PROGRESS_MS;
+			next = lab_now_ms() + PC_PROGRESS_MS;
 		}
 		/*
 		 * Most of these commit a transaction (the key removal and
