@@ -165,14 +165,16 @@ for p in $parts; do
 	[ "$splats" = 0 ] || bad=$((bad + 1))
 	[ "$bad" = 0 ] || ok=0
 	[ -f "$out/$p/figures.tsv" ] || ok=0
-	rows+="| $p | $what | $checked | $clean | $lost | $splats | $(dur "$(fig "$p" duration_s)") | $result${src:+; $src} |"$'\n'
+	d=$(fig "$p" duration_s)
+	[ -n "$d" ] || d=$(fig "$p" seconds)
+	rows+="| $p | $what | $checked | $clean | $lost | $splats | $(dur "$d") | $result${src:+; $src} |"$'\n'
 	[ -f "$out/$p/figures.tsv" ] && sed "s/^/$p\t/" "$out/$p/figures.tsv" >>"$out/summary.tsv"
 done
 
 {
 	echo "# Reliability figures"
 	echo
-	echo "Run directory $out; kernel $(basename "${KERNEL:-$build/bzImage-debug}") (series $(sed -n 's/^series_hash=//p' "${KERNEL:-$build/bzImage-debug}.info" 2>/dev/null)); each part's own report is in its subdirectory (summary.md)."
+	echo "Run directory $out. Parts run here used kernel $(basename "${KERNEL:-$build/bzImage-debug}") (series $(sed -n 's/^series_hash=//p' "${KERNEL:-$build/bzImage-debug}.info" 2>/dev/null)); a part taken from an earlier run names its own kernel and date in its summary.md (in its subdirectory, as every part's report)."
 	echo
 	echo "| part | tried | checked | clean errors | lost / bugs | splats | duration | result |"
 	echo "|---|---|---|---|---|---|---|---|"
