@@ -643,17 +643,11 @@ static const char *child_name(int i, char *buf, size_t size)
 	return buf;
 }
 
-static pid_t start_child(int i)
+/* Child @arg (lab_child_start(): never the parent's exit handlers). */
+static int child_main(void *arg)
 {
-	pid_t pid;
-	int ret, w, f;
+	int i = (int)(intptr_t)arg, w, f;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		lab_die("fork: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	if (pid > 0)
-		return pid;
 	rng_seed();
 	lab_failures = 0;
 	/* only a writer keeps files open, and only its own */
@@ -664,16 +658,12 @@ static pid_t start_child(int i)
 				fds[w][f] = -1;
 			}
 	if (i < WRITERS)
-		ret = writer(i);
-	else if (i == WRITERS)
-		ret = creator();
-	else if (i == WRITERS + 1)
-		ret = remover();
-	else
-		ret = dropper();
-	fflush(NULL);
-	/* never the parent's exit handlers (they unmount) */
-	_exit(ret > 100 ? 100 : ret);
+		return writer(i);
+	if (i == WRITERS)
+		return creator();
+	if (i == WRITERS + 1)
+		return remover();
+	return dropper();
 }
 
 /*
@@ -1197,7 +1187,7 @@ static int run_variant(const char *label, const char *mode, const char *opts,
 		}
 	}
 	for (i = 0; i < CHILDREN; i++)
-		pids[i] = start_child(i);
+		pids[i] = lab_child_start(child_main, (void *)(intptr_t)i);
 	/* only the writers hold the files, so that the end can close them all */
 	for (w = 0; w < WRITERS; w++)
 		for (f = 0; f < FILES_PER_WRITER; f++) {

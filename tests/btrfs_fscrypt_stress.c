@@ -1243,23 +1243,14 @@ static int dropper(void)
 #define CHILDREN 3
 static const char *const child_names[CHILDREN] = { "balancer", "scrubber", "dropper" };
 
-static pid_t start_child(int i)
+/* A background child (lab_child_start(): never the parent's exit handlers). */
+static int child_main(void *arg)
 {
-	pid_t pid;
-	int ret;
+	int i = (int)(intptr_t)arg;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		lab_die("fork: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	if (pid > 0)
-		return pid;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	rng ^= (uint64_t)(i + 1) << 40;
-	ret = i == 0 ? balancer() : i == 1 ? scrubber() : dropper();
-	fflush(NULL);
-	/* never the parent's exit handlers (they unmount) */
-	_exit(ret);
+	return i == 0 ? balancer() : i == 1 ? scrubber() : dropper();
 }
 
 /*
@@ -1613,7 +1604,7 @@ int main(void)
 	snprintf(marker, sizeof(marker), "lab-stress-%d-%s", getpid(), tag);
 	run("echo %s > /dev/kmsg", marker);
 	for (i = 0; i < CHILDREN; i++)
-		pids[i] = start_child(i);
+		pids[i] = lab_child_start(child_main, (void *)(intptr_t)i);
 	start = lab_now_ms();
 	stop_at = start + (long long)seconds * 1000;
 	next_progress = start + (long long)progress * 1000;
