@@ -171,8 +171,8 @@ declare -A prepared=() skipped=()
 
 # The key mode the kernel gives new files of a mounted arm: btrfs says it
 # in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, patch
-# 0018; with per-extent keys, fscrypt_extents_per_key=N when the extents of
-# a key group are bounded, patch 0021: N = 1 is one key per extent, mode
+# 0020; with per-extent keys, fscrypt_extents_per_key=N when the extents of
+# a key group are bounded, patch 0023: N = 1 is one key per extent, mode
 # per-extent-key; another N is mode per-extent-max-N; none shown is key
 # groups without a bound, mode per-extent); otherwise the policy the kernel
 # reports back decides (fscrypt's per-file keys are the per-inode mode).

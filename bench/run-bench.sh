@@ -20,7 +20,7 @@ PROFILE=${PROFILE:-1}
 PREP=${PREP:-once}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
 # Test of the regression check only: slow every per-extent lookup down by
-# this many microseconds (fscrypto.extent_lookup_delay_us, patch 0018).
+# this many microseconds (fscrypto.extent_lookup_delay_us, patch 0020).
 INJECT_LOOKUP_DELAY_US=${INJECT_LOOKUP_DELAY_US:-0}
 die() { echo "bench: error: $*" >&2; exit 2; }
 

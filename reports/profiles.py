@@ -219,10 +219,10 @@ def slab_selection(slabs, limit=14):
 
 
 # The slab caches of the key objects: per-extent infos (patch 0003's
-# KMEM_CACHE(fscrypt_extent_info); with key groups, patch 0020, 24 bytes
+# KMEM_CACHE(fscrypt_extent_info); with key groups, patch 0022, 24 bytes
 # per extent: its number and a reference to its key), the derived extent
-# keys (0020's KMEM_CACHE(fscrypt_extent_key): one per key group, or per
-# extent with one key per extent; absent before 0020) and per-inode fscrypt
+# keys (0022's KMEM_CACHE(fscrypt_extent_key): one per key group, or per
+# extent with one key per extent; absent before 0022) and per-inode fscrypt
 # infos. The bench boots with slab_nomerge, so each has its own line in
 # /proc/slabinfo.
 MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_extent_key", "fscrypt_info")

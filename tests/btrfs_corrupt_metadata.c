@@ -71,7 +71,6 @@
 #define ORPHAN_LEN	65536
 
 static const char *dev, *mnt;
-static char marker[128];
 
 static int selected(const char *name)
 {
@@ -96,14 +95,8 @@ static void mark_log(const char *name)
 {
 	static int n;
 
-	snprintf(marker, sizeof(marker), "lab-corrupt-metadata-%s-%d", name, ++n);
-	CHECK(run("echo %s > /dev/kmsg", marker) == 0, "write to /dev/kmsg");
-}
-
-/* Is there a kernel log line after the mark matching the extended regex? */
-static int log_has(const char *ere)
-{
-	return run("dmesg | sed -n '/%s/,$p' | grep -qE '%s'", marker, ere) == 0;
+	CHECK(lab_log_mark("lab-corrupt-metadata-%s-%d", name, ++n) == 0,
+	      "write to /dev/kmsg");
 }
 
 /*
@@ -112,9 +105,8 @@ static int log_has(const char *ere)
  */
 static void expect_clean_log(const char *what)
 {
-	run("dmesg | sed -n '/%s/,$p' | grep -v '^\\[ *[0-9.]*\\] \\s' | head -n 40",
-	    marker);
-	CHECK(!log_has("WARNING:|BUG:|Oops|assertion failed|Kernel panic|is not committed"),
+	lab_log_show(40);
+	CHECK(!lab_log_has(LAB_LOG_SPLAT_ERE),
 	      "%s: the kernel log has a warning, BUG, oops or failed assertion", what);
 }
 
@@ -313,7 +305,7 @@ static int umount_ro_inode_kept(uint64_t ino, const char *what,
 	snprintf(ere, sizeof(ere),
 		 "read-only, not deleting inode %llu root 5 with no links",
 		 (unsigned long long)ino);
-	CHECK(log_has(ere), "the kernel log does not say that inode %llu is left alone",
+	CHECK(lab_log_has(ere), "the kernel log does not say that inode %llu is left alone",
 	      (unsigned long long)ino);
 	snprintf(msg, sizeof(msg), "%s, read-only", what);
 	expect_clean_log(msg);
@@ -411,10 +403,10 @@ static void test_inc_ref(void)
 		printf("syncfs: success\n");
 	snprintf(ere, sizeof(ere), "extent item not found for insert, bytenr %llu ",
 		 (unsigned long long)e.new);
-	CHECK(log_has(ere), "the kernel log does not name the damaged bytenr %llu",
+	CHECK(lab_log_has(ere), "the kernel log does not name the damaged bytenr %llu",
 	      (unsigned long long)e.new);
 	CHECK((r && (err == EUCLEAN || err == EIO)) ||
-	      log_has("BTRFS: error \\(device [^)]*\\) in [A-Za-z0-9_]+:[0-9]+: errno=-(117|5) "),
+	      lab_log_has("BTRFS: error \\(device [^)]*\\) in [A-Za-z0-9_]+:[0-9]+: errno=-(117|5) "),
 	      "the commit neither failed with EUCLEAN or EIO nor aborted the transaction");
 	PATHF(path, "%s/new-file", mnt);
 	errno = 0;

@@ -552,7 +552,7 @@ static int remount_marked(const char *marker,
 			  uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE],
 			  const char *opts)
 {
-	CHECK(run("echo %s > /dev/kmsg", marker) == 0, "write to /dev/kmsg");
+	CHECK(lab_log_mark("%s", marker) == 0, "write to /dev/kmsg");
 	if (!CHECK_OK(lab_mount(dev, mnt, "btrfs", opts), "mount after corruption"))
 		return -1;
 	CHECK_OK(lab_add_key(mnt, KEY_SEED, id), "add key");
@@ -594,22 +594,6 @@ static void expect_partner_intact(const char *what, const void *pdata,
 	if (CHECK_FILE_EQUALS(partner, pdata, plen))
 		printf("%s: the partner in the same leaf reads back byte-exact\n",
 		       what);
-}
-
-/*
- * Is there a kernel log line matching the extended regex @ere after @marker?
- * A quote in @ere (the shell command quotes it) matches any character.
- */
-static int log_has(const char *marker, const char *ere)
-{
-	char quoted[512];
-	size_t i;
-
-	snprintf(quoted, sizeof(quoted), "%s", ere);
-	for (i = 0; quoted[i]; i++)
-		if (quoted[i] == '\'')
-			quoted[i] = '.';
-	return run("dmesg | sed -n '/%s/,$p' | grep -E '%s'", marker, quoted) == 0;
 }
 
 /*
@@ -693,7 +677,7 @@ static void test_corrupt_context(unsigned char version, const char *logmsg,
 	CHECK(r < 0 && (e == EUCLEAN || e == EIO),
 	      "stat of a file behind a corrupted context: expected EUCLEAN or EIO, got %s",
 	      r < 0 ? strerror(e) : "success");
-	CHECK(log_has(marker, logmsg),
+	CHECK(lab_log_has(logmsg),
 	      "no kernel log line \"%s\" after the corruption", logmsg);
 	if (CHECK_OK(lab_umount(mnt), "umount after corruption"))
 		expect_check_finds(what, ino, progs_msg);
@@ -1026,22 +1010,22 @@ static void test_corrupt_extent(const struct extent_case *ec, uint32_t seed)
 			 "inode %llu[)]: Rejecting extent encryption context [(]%s, %u bytes, version %u[)]",
 			 (unsigned long long)st.st_ino, ec->why, ec->log_len,
 			 ec->log_version);
-		CHECK(log_has(marker, ere),
+		CHECK(lab_log_has(ere),
 		      "%s: no kernel log line matching \"%s\"", ec->what, ere);
 		snprintf(ere, sizeof(ere),
 			 "bad extent encryption context in root [0-9]+ ino %llu offset 0 [(]extent at %llu[)]",
 			 (unsigned long long)st.st_ino, (unsigned long long)bytenr);
-		CHECK(log_has(marker, ere),
+		CHECK(lab_log_has(ere),
 		      "%s: no kernel log line matching \"%s\"", ec->what, ere);
 		break;
 	case IN_BTRFS:
 	case TREE_CHECKER:
-		CHECK(log_has(marker, ec->log_ere),
+		CHECK(lab_log_has(ec->log_ere),
 		      "%s: no kernel log line matching \"%s\"", ec->what,
 		      ec->log_ere);
 		break;
 	case ACCEPTED:
-		CHECK(!log_has(marker, "Rejecting extent encryption context|bad extent encryption context|invalid item size"),
+		CHECK(!lab_log_has("Rejecting extent encryption context|bad extent encryption context|invalid item size"),
 		      "%s: the kernel logged a rejection (above) of a valid context",
 		      ec->what);
 		break;
@@ -1321,7 +1305,7 @@ static void test_inline_extent(int extent_keys)
 	snprintf(ere, sizeof(ere),
 		 "inline extent in encrypted file of root [0-9]+ ino %llu offset 0",
 		 (unsigned long long)ie.ino);
-	CHECK(log_has(marker, ere),
+	CHECK(lab_log_has(ere),
 	      "%s: no kernel log line matching \"%s\"", what, ere);
 	if (n)
 		expect_partner_intact(what, pdata, sizeof(pdata));

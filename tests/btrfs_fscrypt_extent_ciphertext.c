@@ -6,7 +6,7 @@
  * independent computation (lib/fscrypt_ref.c) gives for its extent's key and
  * tweak.
  *
- * The format (patches 0020/0021): a regular or preallocated extent of a file
+ * The format (patches 0022/0023): a regular or preallocated extent of a file
  * encrypted per extent (inode flag bit 13, item encryption 2) has its 53-byte
  * file extent item followed by an fscrypt extent context, told apart by its
  * first byte: version 2 (44 bytes: mode, flags 0, reserved 0, key identifier,

@@ -80,7 +80,7 @@
  * line on the console every N images; 10), FUZZ_WALK_TIMEOUT (300),
  * FUZZ_VERIFY_EVERY (50), FUZZ_RW_EVERY (0: every mount read-only;
  * read-write mounts of damaged images reach more of btrfs's own checks:
- * they found the two btrfs bugs that patches 0022-0023 fix, replayed by
+ * they found the two btrfs bugs that patches 0024-0025 fix, replayed by
  * tests/btrfs_corrupt_metadata.c; the make-test slice stays read-only
  * so that it stays short), FUZZ_MUT_MASK (a bit per mutation of an
  * image: which ones to apply, for narrowing a replay down; all).

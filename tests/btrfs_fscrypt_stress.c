@@ -24,7 +24,7 @@
  *    and between unencrypted files.  It is refused with EINVAL between an
  *    encrypted and an unencrypted file, with EOPNOTSUPP as soon as a
  *    per-inode-key file is involved (even within one file), and with
- *    EINVAL across policies, in that order (patch 0019);
+ *    EINVAL across policies, in that order (patch 0021);
  *  - a rename into an encrypted directory of another policy, or of an
  *    unencrypted file into an encrypted directory, fails with EXDEV; an
  *    encrypted file may move to the unencrypted directory (fscrypt only
@@ -683,7 +683,7 @@ static void op_falloc(void)
 	close(fd);
 }
 
-/* What FICLONERANGE from @s to @d must give: 0 or an errno (patch 0019). */
+/* What FICLONERANGE from @s to @d must give: 0 or an errno (patch 0021). */
 static int reflink_expect(const struct sfile *s, const struct sfile *d)
 {
 	if (!s->pol && !d->pol)

@@ -692,3 +692,48 @@ void lab_sleep_ms(long ms)
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
+
+/* ---- the kernel log ------------------------------------------------------ */
+
+static char lab_log_marker[128];
+
+int lab_log_mark(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(lab_log_marker, sizeof(lab_log_marker), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(lab_log_marker) ||
+	    strspn(lab_log_marker, "abcdefghijklmnopqrstuvwxyz"
+		   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != (size_t)n) {
+		printf("lab_log_mark: bad marker \"%s\"\n", lab_log_marker);
+		lab_log_marker[0] = '\0';
+		return -1;
+	}
+	return run("echo %s > /dev/kmsg", lab_log_marker) == 0 ? 0 : -1;
+}
+
+int lab_log_has(const char *ere)
+{
+	char quoted[512];
+	size_t i;
+
+	if (!lab_log_marker[0])
+		lab_die("lab_log_has() without a marker");
+	snprintf(quoted, sizeof(quoted), "%s", ere);
+	for (i = 0; quoted[i]; i++)
+		if (quoted[i] == '\'')
+			quoted[i] = '.';
+	return run("dmesg | sed -n '/%s/,$p' | grep -qE '%s'", lab_log_marker,
+		   quoted) == 0;
+}
+
+void lab_log_show(int max_lines)
+{
+	if (!lab_log_marker[0])
+		lab_die("lab_log_show() without a marker");
+	run("dmesg | sed -n '/%s/,$p' | grep -v '^\\[ *[0-9.]*\\] \\s' | head -n %d",
+	    lab_log_marker, max_lines);
+}

@@ -221,4 +221,30 @@ void lab_console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
 /* Sleep @ms milliseconds, resuming after signals. */
 void lab_sleep_ms(long ms);
 
+/* ---- the kernel log ------------------------------------------------------ */
+
+/*
+ * Write a marker line (letters, digits, '-' and '_' only) to the kernel log;
+ * lab_log_has() and lab_log_show() then look only at the lines after the
+ * latest marker.  Never dmesg -C instead: it would erase the KUnit results.
+ * Returns 0, or -1 (message printed).
+ */
+int lab_log_mark(const char *fmt, ...) LAB_PRINTF(1, 2);
+
+/*
+ * Is there a kernel log line after the latest marker matching the extended
+ * regular expression @ere?  A quote in @ere matches any character.
+ */
+int lab_log_has(const char *ere);
+
+/*
+ * Print up to @max_lines kernel log lines after the latest marker, leaving
+ * out indented continuation lines (such as btrfs_print_leaf()'s items).
+ */
+void lab_log_show(int max_lines);
+
+/* The regular expression of lab_log_has() for a kernel splat. */
+#define LAB_LOG_SPLAT_ERE \
+	"WARNING:|BUG:|Oops|assertion failed|Kernel panic|is not committed"
+
 #endif /* LAB_H */
