@@ -10,8 +10,10 @@
  * 41) of such an inode stayed out of the log.  A new file of an fsynced
  * directory is logged that way (log_new_dir_dentries()), and so is every new
  * directory.  After a crash, replay created those inodes with the ENCRYPT
- * flag and no context: open() fails with ENODATA and `btrfs check` says
- * "encrypted inode (flag ENCRYPT) has no fscrypt context item".
+ * flag and no context: opening a file fails with ENODATA, looking up a
+ * directory (or anything in it) with EPERM ("inconsistent encryption
+ * contexts" in the kernel log), and `btrfs check` says "encrypted inode
+ * (flag ENCRYPT) has no fscrypt context item".
  *
  * phase 1: split SCRATCH_DEV into two partitions (an MBR written here; the
  *   image has no sfdisk) and make a btrfs on each: one with per-extent keys
@@ -74,9 +76,9 @@
 #define BTRFS_SB_OFF 65536
 #define BTRFS_SB_MAGIC "_BHRfS_M"
 
-/* Two primary partitions of 1 GiB - 1 MiB in 512-byte sectors. */
+/* The 1 GiB disk in two halves, in 512-byte sectors; the first 1 MiB is the MBR's. */
 #define DSC_PART1_START 2048
-#define DSC_PART2_START (1024 * 2048)
+#define DSC_PART2_START (512 * 2048)
 #define DSC_PART_SECTORS (512 * 2048)
 
 enum dsc_type { DSC_DIR, DSC_REG, DSC_LNK };
@@ -98,7 +100,7 @@ static const struct dsc_obj dsc_objs[] = {
 	{ "synced", DSC_REG, 64 * 1024 + 123, 1, NULL, "synced",
 	  "new file fsynced itself, then logged again (LOG_INODE_EXISTS) with enc" },
 	{ "newdir", DSC_DIR, 0, 0, NULL, NULL,
-	  "new directory, fsynced itself" },
+	  "new directory, fsynced itself once its file f was made" },
 	{ "newdir/f", DSC_REG, 1000, 0, NULL, "newdir",
 	  "new file logged only by the fsync of newdir (LOG_INODE_EXISTS)" },
 	{ "file", DSC_REG, 5000 + 7, 0, NULL, NULL,
@@ -221,13 +223,16 @@ static uint32_t dsc_seed(uint32_t seed, unsigned int obj)
 /* Does /proc/self/mounts show @tag among the options of @mnt? */
 static int dsc_mount_has(const char *mnt, const char *tag)
 {
-	char *mounts = read_file("/proc/self/mounts", NULL);
 	char pat[PATH_MAX + 2], line[4096];
-	const char *next = mounts;
+	const char *next;
+	char *mounts;
 	int found = 0;
+	size_t len;
 
+	mounts = read_file("/proc/self/mounts", &len);
 	if (!mounts)
 		return 0;
+	next = mounts;
 	PATHF(pat, " %s ", mnt);
 	while (!found && lab_next_line(&next, line, sizeof(line)))
 		if (strstr(line, pat)) {
@@ -304,7 +309,7 @@ static void dsc_setup(struct dsc_case *c, const uint8_t *key, size_t keylen)
 	    !CHECK_OK(lab_set_policy(c->enc, c->id),
 		      "FS_IOC_SET_ENCRYPTION_POLICY on %s", c->enc))
 		lab_die("cannot make the encrypted directory");
-	/* Setting the policy committed a transaction: the last one we want. */
+	/* Setting the policy committed; no other commit may come before the crash. */
 	if (dsc_super(c->dev, &c->generation, &lr) != 0)
 		lab_die("no btrfs superblock readable on %s", c->dev);
 	printf("superblock after setting the policy: generation %lld, log_root %lld\n",
@@ -450,6 +455,10 @@ static const char *dsc_why(int e)
 {
 	if (e == ENODATA)
 		return ": the inode has no fscrypt context item (logged without it, replayed without it)";
+	if (e == EPERM)
+		return ": btrfs_lookup() refused the entry, its context not being the directory's (a missing context item does that too)";
+	if (e == ENOENT)
+		return ": the name is gone after replay";
 	if (e == ENOKEY)
 		return ": the key is missing";
 	return "";
@@ -484,8 +493,7 @@ static void dsc_check_nokey(const struct dsc_case *c)
 }
 
 /* The entries of directory @o: exactly the children in the table. */
-static void dsc_check_dir(const struct dsc_case *c, const struct dsc_obj *o,
-			  const char *path)
+static void dsc_check_dir(const struct dsc_obj *o, const char *path)
 {
 	size_t plen = strlen(o->path);
 	unsigned int n = 0, want = 0, j;
@@ -523,7 +531,6 @@ static void dsc_check_dir(const struct dsc_case *c, const struct dsc_obj *o,
 		want += strchr(name + (plen ? plen + 1 : 0), '/') == NULL;
 	}
 	CHECK(n == want, "%s lists %u entries, phase 1 made %u", path, n, want);
-	(void)c;
 }
 
 /* Each 4 KiB block read is the pattern or zeroes; all of it if synced. */
@@ -576,24 +583,31 @@ static void dsc_check_obj(const struct dsc_case *c, const struct dsc_record *rec
 	char path[PATH_MAX], target[PATH_MAX], a[33], b[33];
 	uint8_t nonce[16];
 	struct statx stx;
+	struct stat st;
 	ssize_t n;
 	int fails = lab_failures;
 
 	dsc_path(path, sizeof(path), c, o->path);
-	if (!CHECK_OK(statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx),
-		      "statx %s (%s): the name is gone after replay", path, o->how))
+	errno = 0;
+	if (!CHECK(statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) == 0,
+		   "statx %s (%s): " LAB_ERR_FMT "%s", path, o->how,
+		   LAB_ERR_ARGS(errno), dsc_why(errno))) {
+		printf("FAIL %s: %s\n", path, o->how);
 		return;
+	}
 	if (!CHECK((stx.stx_mode & S_IFMT) == type_mode[o->type],
 		   "%s is not a %s after replay (mode 0%o)", path,
-		   type_name[o->type], stx.stx_mode))
+		   type_name[o->type], stx.stx_mode)) {
+		printf("FAIL %s: %s\n", path, o->how);
 		return;
+	}
 	if (stx.stx_attributes_mask & STATX_ATTR_ENCRYPTED)
 		CHECK(stx.stx_attributes & STATX_ATTR_ENCRYPTED,
 		      "%s is not encrypted after replay", path);
 
 	switch (o->type) {
 	case DSC_DIR:
-		dsc_check_dir(c, o, path);
+		dsc_check_dir(o, path);
 		break;
 	case DSC_REG:
 		dsc_check_reg(o, path, dsc_seed(rec->seed, j));
@@ -608,6 +622,7 @@ static void dsc_check_obj(const struct dsc_case *c, const struct dsc_record *rec
 			      "%s points to \"%s\" after replay, phase 1 made it point to \"%s\"",
 			      path, target, o->target);
 		}
+		CHECK_OK(stat(path, &st), "stat %s: the symlink does not resolve", path);
 		break;
 	}
 	if (o->type != DSC_LNK) {
