@@ -499,6 +499,21 @@ out:
 	braw_image_free(&img);
 }
 
+/*
+ * Unmount, then tree 5 must hold neither the inode item nor the orphan item
+ * of @ino: @what (a mount that ran orphan cleanup) deleted the inode.
+ */
+static void expect_orphan_gone(uint64_t ino, const char *what)
+{
+	struct ino_state st;
+
+	CHECK_OK(lab_umount(mnt), "umount");
+	fs_tree_state(ino, &st);
+	CHECK(!st.inode_item && !st.orphan_item,
+	      "%s left orphan inode %llu (inode item %d, orphan item %d)",
+	      what, (unsigned long long)ino, st.inode_item, st.orphan_item);
+}
+
 /* ---- orphan: an orphan inode reached on a read-only mount ------------------ */
 
 static void test_orphan(void)
@@ -565,11 +580,7 @@ static void test_orphan(void)
 	if (CHECK_OK(mount_ro(), "mount -o ro")) {
 		printf("mount -o remount,rw %s\n", mnt);
 		CHECK_OK(mount(dev, mnt, "btrfs", MS_REMOUNT, NULL), "remount read-write");
-		CHECK_OK(lab_umount(mnt), "umount");
-		fs_tree_state(ino, &st);
-		CHECK(!st.inode_item && !st.orphan_item,
-		      "a remount to read-write left orphan inode %llu (inode item %d, orphan item %d)",
-		      (unsigned long long)ino, st.inode_item, st.orphan_item);
+		expect_orphan_gone(ino, "a remount to read-write");
 		expect_clean_log("orphan, remount read-write");
 	}
 
@@ -578,11 +589,7 @@ static void test_orphan(void)
 		lab_die("write the image back: %s", strerror(errno));
 	mark_log("orphan-rw");
 	if (CHECK_OK(lab_mount(dev, mnt, "btrfs", NULL), "mount read-write")) {
-		CHECK_OK(lab_umount(mnt), "umount");
-		fs_tree_state(ino, &st);
-		CHECK(!st.inode_item && !st.orphan_item,
-		      "a read-write mount left orphan inode %llu (inode item %d, orphan item %d)",
-		      (unsigned long long)ino, st.inode_item, st.orphan_item);
+		expect_orphan_gone(ino, "a read-write mount");
 		expect_clean_log("orphan, read-write mount");
 	}
 out:

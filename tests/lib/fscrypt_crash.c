@@ -43,7 +43,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -117,22 +116,6 @@ static long long cr_ext4_incompat(const char *dev)
 
 /* ---- phase 1 ------------------------------------------------------------------- */
 
-static LAB_NORETURN void cr_crash_now(void)
-{
-	int fd;
-
-	printf("LAB-CRASH-NOW\n");
-	fflush(stdout);
-	fflush(stderr);
-	/* stdout is the console: wait until the line has left the UART. */
-	(void)tcdrain(STDOUT_FILENO);
-	fd = open("/proc/sysrq-trigger", O_WRONLY);
-	if (fd >= 0 && write(fd, "b", 1) == 1)
-		sleep(60);
-	lab_die("the VM is still running after echo b > /proc/sysrq-trigger: " LAB_ERR_FMT,
-		LAB_ERR_ARGS(errno));
-}
-
 static int cr_phase1(struct cr_ctx *c)
 {
 	static struct cr_record rec;
@@ -190,7 +173,7 @@ static int cr_phase1(struct cr_ctx *c)
 	}
 	if (lab_failures)
 		return lab_result("fscrypt crash, phase 1");
-	cr_crash_now();
+	lab_crash_now();
 }
 
 /* ---- phase 2 --------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -691,6 +692,22 @@ void lab_sleep_ms(long ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+void lab_crash_now(void)
+{
+	int fd;
+
+	printf("LAB-CRASH-NOW\n");
+	fflush(stdout);
+	fflush(stderr);
+	/* stdout is the console: wait until the line has left the UART. */
+	(void)tcdrain(STDOUT_FILENO);
+	fd = open("/proc/sysrq-trigger", O_WRONLY);
+	if (fd >= 0 && write(fd, "b", 1) == 1)
+		sleep(60);
+	lab_die("the VM is still running after echo b > /proc/sysrq-trigger: " LAB_ERR_FMT,
+		LAB_ERR_ARGS(errno));
 }
 
 /* ---- the kernel log ------------------------------------------------------ */

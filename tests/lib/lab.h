@@ -221,6 +221,13 @@ void lab_console_line(const char *fmt, ...) LAB_PRINTF(1, 2);
 /* Sleep @ms milliseconds, resuming after signals. */
 void lab_sleep_ms(long ms);
 
+/*
+ * Reboot the VM at once, as a power cut would (sysrq 'b': no sync, no
+ * unmount), after printing LAB-CRASH-NOW on stdout (the console) and
+ * waiting until it has left the UART.  Dies if the VM is still running.
+ */
+void lab_crash_now(void) LAB_NORETURN;
+
 /* ---- the kernel log ------------------------------------------------------ */
 
 /*

@@ -63,7 +63,6 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -354,22 +353,6 @@ static void dsc_make(const struct dsc_case *c, const struct dsc_obj *o,
 		lab_die("the fsync failed");
 }
 
-static LAB_NORETURN void dsc_crash_now(void)
-{
-	int fd;
-
-	printf("LAB-CRASH-NOW\n");
-	fflush(stdout);
-	fflush(stderr);
-	/* stdout is the console: wait until the line has left the UART. */
-	(void)tcdrain(STDOUT_FILENO);
-	fd = open("/proc/sysrq-trigger", O_WRONLY);
-	if (fd >= 0 && write(fd, "b", 1) == 1)
-		sleep(60);
-	lab_die("the VM is still running after echo b > /proc/sysrq-trigger: " LAB_ERR_FMT,
-		LAB_ERR_ARGS(errno));
-}
-
 static int dsc_phase1(const char *dev, const char *dev2)
 {
 	static struct dsc_record rec;
@@ -427,7 +410,7 @@ static int dsc_phase1(const char *dev, const char *dev2)
 		lab_die("cannot record what phase 2 must find");
 	if (lab_failures)
 		return lab_result("btrfs fscrypt dirsync crash, phase 1");
-	dsc_crash_now();
+	lab_crash_now();
 }
 
 /* ---- phase 2 ------------------------------------------------------------------ */
