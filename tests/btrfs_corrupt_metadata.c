@@ -48,6 +48,7 @@
  * WARNING of inc_ref; the BUG of nlink0, which ends the boot).  To watch one
  * case alone: BTRFS_CORRUPT_METADATA_ONLY=orphan (a comma-separated list).
  */
+#include "btrfs_items.h"
 #include "btrfs_raw.h"
 #include "lab.h"
 
@@ -123,19 +124,6 @@ static int mount_ro(void)
 {
 	printf("mount -o ro %s %s\n", dev, mnt);
 	return mount(dev, mnt, "btrfs", MS_RDONLY, NULL);
-}
-
-static void subvol(unsigned long cmd, const char *name, int src)
-{
-	struct btrfs_ioctl_vol_args va;
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	memset(&va, 0, sizeof(va));
-	va.fd = src;
-	snprintf(va.name, sizeof(va.name), "%s", name);
-	if (fd < 0 || ioctl(fd, cmd, &va))
-		lab_die("subvolume %s: %s", name, strerror(errno));
-	close(fd);
 }
 
 /* Append @len bytes of pattern @seed to @rel (under the mount) and fsync. */
@@ -364,7 +352,7 @@ static void test_inc_ref(void)
 	 * Enough files for sv's tree to have several leaves, so that the
 	 * snapshot shares them (a snapshot of a one-leaf tree gets a copy).
 	 */
-	subvol(BTRFS_IOC_SUBVOL_CREATE, "sv", 0);
+	lab_btrfs_subvol(mnt, "sv", -1);
 	for (i = 0; i < NFILES; i++) {
 		snprintf(name, sizeof(name), "sv/f%d", i);
 		put(name, 8192, (uint32_t)i);
@@ -372,7 +360,7 @@ static void test_inc_ref(void)
 	}
 	PATHF(path, "%s/sv", mnt);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	subvol(BTRFS_IOC_SNAP_CREATE, "snap", fd);
+	lab_btrfs_subvol(mnt, "snap", fd);
 	close(fd);
 	/*
 	 * sv COWs every leaf away: the snapshot's leaves, now only its own,

@@ -88,6 +88,7 @@
  * Writes $FUZZ_OUT/summary.tsv, errnos.tsv, images.tsv and bugs.tsv, and
  * prints the same as a table.  Exit 0 if no image found a bug.
  */
+#include "btrfs_items.h"
 #include "btrfs_raw.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
@@ -499,20 +500,6 @@ static void commit(void)
 	close(fd);
 }
 
-static void subvol_ioctl(unsigned long cmd, const char *name, int src_fd)
-{
-	struct btrfs_ioctl_vol_args va;
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	memset(&va, 0, sizeof(va));
-	va.fd = src_fd;
-	snprintf(va.name, sizeof(va.name), "%s", name);
-	if (fd < 0 || ioctl(fd, cmd, &va))
-		lab_die("%s %s: %s", cmd == BTRFS_IOC_SNAP_CREATE ? "snapshot" :
-			"subvolume create", name, strerror(errno));
-	close(fd);
-}
-
 /* A name of @len letters, different for each @i. */
 static void long_name(char *out, size_t len, unsigned i)
 {
@@ -536,7 +523,7 @@ static void make_pristine(void)
 	if (lab_mount(dev, mnt, "btrfs", "commit=300"))
 		lab_die("mount %s: %s", dev, strerror(errno));
 	put("control", 0, 192 << 10, 0xc0de0001u, 1);
-	subvol_ioctl(BTRFS_IOC_SUBVOL_CREATE, "sv", 0);
+	lab_btrfs_subvol(mnt, "sv", -1);
 	put("sv/plainctl", 0, 64 << 10, 0xc0de0002u, 1);
 	if (lab_add_key(mnt, KEY_SEED, key_id))
 		lab_die("add key: %s", strerror(errno));
@@ -601,7 +588,7 @@ static void make_pristine(void)
 	fd = open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		lab_die("open %s: %s", rel, strerror(errno));
-	subvol_ioctl(BTRFS_IOC_SNAP_CREATE, "snap", fd);
+	lab_btrfs_subvol(mnt, "snap", fd);
 	close(fd);
 	for (i = 0; i < nmodel; i++) {
 		if (strncmp(model[i].path, "sv/", 3))

@@ -5,7 +5,9 @@
 
 #include <endian.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <linux/btrfs.h>
@@ -198,4 +200,20 @@ int lab_btrfs_inode_flags(const char *path, uint64_t ino, uint64_t *flags)
 	*flags = le64toh(ii.flags);
 	lab_btrfs_items_free(items, count);
 	return 0;
+}
+
+void lab_btrfs_subvol(const char *mnt, const char *name, int src_fd)
+{
+	unsigned long cmd = src_fd < 0 ? BTRFS_IOC_SUBVOL_CREATE :
+					 BTRFS_IOC_SNAP_CREATE;
+	struct btrfs_ioctl_vol_args va;
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	memset(&va, 0, sizeof(va));
+	va.fd = src_fd < 0 ? 0 : src_fd;
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	if (fd < 0 || ioctl(fd, cmd, &va))
+		lab_die("%s %s in %s: %s", src_fd < 0 ? "subvolume create" :
+			"snapshot", name, mnt, strerror(errno));
+	close(fd);
 }

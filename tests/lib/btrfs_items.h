@@ -121,4 +121,11 @@ int lab_btrfs_file_extents(const char *path, uint64_t ino,
 /* btrfs_inode_item::flags of inode @ino in the subvolume holding @path. */
 int lab_btrfs_inode_flags(const char *path, uint64_t ino, uint64_t *flags);
 
+/*
+ * BTRFS_IOC_SUBVOL_CREATE (@src_fd < 0) of the subvolume @name in the top
+ * directory of the btrfs mounted on @mnt, or BTRFS_IOC_SNAP_CREATE of the
+ * subvolume open as @src_fd under that name.  Dies on failure.
+ */
+void lab_btrfs_subvol(const char *mnt, const char *name, int src_fd);
+
 #endif /* BTRFS_ITEMS_H */
