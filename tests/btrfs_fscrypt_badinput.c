@@ -66,6 +66,11 @@
  *     of handing the marker out as file contents; the partner in the same
  *     leaf still reads back.
  *
+ *  5. (per-extent keys) a preallocated extent of an encrypted file
+ *     rewritten to encryption 0, then written into and fsynced: the write
+ *     fails cleanly (EIO or EUCLEAN, "has encryption 0, the inode needs 2"),
+ *     with no kernel warning, and the partner in the same leaf reads back.
+ *
  * The console check of the runner fails the run if any of this oopses.
  *
  * Every corruption of 2.-4. (but the valid extent number 2^32 - 1) must
@@ -1393,6 +1398,99 @@ static void test_missing_context(void)
 			   ": encrypted inode (flag ENCRYPT) has no fscrypt context item");
 }
 
+/* ---- 5. a write into a preallocated extent marked unencrypted ------------ */
+
+#define PREALLOC_LEN (256 * 1024)
+#define PREALLOC_WRITE 16384
+
+/*
+ * Review round 2, finding 2: whether a range of an encrypted file may be
+ * written in place (NOCOW) must come from the inode, not from the extent.
+ * The victim's preallocated extent (encryption 2, a version 2 context) is
+ * rewritten, with a valid checksum, to encryption 0 at the 53 bytes of an
+ * unencrypted item.  Writing into it and fsyncing must fail cleanly (EIO or
+ * EUCLEAN, "has encryption 0, the inode needs 2" naming the victim's inode)
+ * instead of sending writeback through the NOCOW path, which had no extent
+ * key for it and warned in btrfs_fscrypt_write_extent_info().  No kernel
+ * warning, and the partner in the same leaf reads back.
+ */
+static void test_crafted_prealloc_write(void)
+{
+	static const struct extent_case ec = {
+		"prealloc-plain", "preallocated extent: encryption 2 -> 0, item cut to 53 bytes",
+		LAB_FSCRYPT_EXTENT_CTX_V2, edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE,
+		LAB_FSCRYPT_EXTENT_CTX_V2_SIZE, IN_BTRFS, NULL, 0, 0, NULL, NULL,
+	};
+	unsigned char ctx[MAX_EXTENT_CTX][LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	unsigned char data[PREALLOC_WRITE], pdata[8192];
+	char marker[64], ere[256];
+	uint64_t bytenr;
+	int fd, n = 0, r, nctx, ret, e;
+	struct stat st;
+
+	printf("== %s, then written into and fsynced\n", ec.what);
+	fill_pattern(data, sizeof(data), 0x9a11u);
+	fill_pattern(pdata, sizeof(pdata), 0x9a12u);
+	if (make_victim(id, data, 0, NULL, NULL, pdata, sizeof(pdata)))
+		return;
+	fd = open(victim, O_WRONLY | O_CLOEXEC);
+	if (!CHECK_OK(fd, "open %s", victim)) {
+		lab_umount(mnt);
+		return;
+	}
+	ret = CHECK_OK(fallocate(fd, 0, 0, PREALLOC_LEN), "fallocate %s",
+		       victim);
+	close(fd);
+	sync();
+	CHECK_OK(stat(victim, &st), "stat %s", victim);
+	nctx = ret ? extent_ctxs(victim, &ec, ctx, MAX_EXTENT_CTX, &bytenr) : -1;
+	CHECK_OK(lab_umount(mnt), "umount");
+	if (nctx < 1)
+		return;
+	for (r = 0; r < nctx; r++) {
+		ret = rewrite_tree_blocks("extent context", ctx[r],
+					  ctx_needle_len(&ec), ec.edit,
+					  (void *)&ec, NULL);
+		if (ret < 0)
+			return;
+		n += ret;
+	}
+	if (!CHECK(n >= 1, "%s: no tree block with the victim's extent context found on %s",
+		   ec.what, dev))
+		return;
+	printf("%s: changed %d tree block cop%s\n", ec.what, n, n == 1 ? "y" : "ies");
+
+	snprintf(marker, sizeof(marker), "lab-badinput-%s-%d", ec.tag, getpid());
+	if (remount_marked(marker, id, NULL))
+		return;
+	fd = open(victim, O_WRONLY | O_CLOEXEC);
+	if (CHECK_OK(fd, "open %s after the corruption", victim)) {
+		CHECK_OK(pwrite_all(fd, data, sizeof(data), 0),
+			 "buffered write of %zu bytes into the crafted extent",
+			 sizeof(data));
+		ret = fsync(fd);
+		e = errno;
+		printf("%s: fsync after writing into it: %s\n", ec.what,
+		       ret ? strerror(e) : "ok");
+		CHECK(ret != 0 && (e == EIO || e == EUCLEAN),
+		      "%s: fsync after writing into the crafted extent: %s, want EIO or EUCLEAN",
+		      ec.what, ret ? lab_errname(e) : "success");
+		close(fd);
+	}
+	snprintf(ere, sizeof(ere),
+		 "file extent of root [0-9]+ ino %llu offset 0 has encryption 0, the inode needs 2",
+		 (unsigned long long)st.st_ino);
+	CHECK(lab_log_has(ere), "%s: no kernel log line matching \"%s\"",
+	      ec.what, ere);
+	if (!CHECK(!lab_log_has(LAB_LOG_SPLAT_ERE),
+		   "%s: the kernel warned (log above), where a clean error was due",
+		   ec.what))
+		lab_log_show(40);
+	expect_partner_intact(ec.what, pdata, sizeof(pdata));
+	CHECK_OK(lab_umount(mnt), "umount after the crafted write");
+}
+
 int main(void)
 {
 	int extent_keys;
@@ -1422,5 +1520,7 @@ int main(void)
 	}
 	test_inline_extent(extent_keys);
 	test_missing_context();
+	if (extent_keys)
+		test_crafted_prealloc_write();
 	return lab_result("btrfs_fscrypt_badinput");
 }

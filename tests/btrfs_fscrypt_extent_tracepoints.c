@@ -19,6 +19,11 @@
  *      and 2 (reason=new, then units, units); the parameter is restored.
  *   E  4 extents under fscrypt_extents_per_key=1: a key per extent,
  *      version 1 contexts (what a key per extent costs, for contrast).
+ *   F  (on a filesystem of its own, after the rest) 256 contiguous blocks
+ *      in one write into free space made of 4 KiB holes, with
+ *      fscrypto.extent_group_max_units=2048: about 256 extents, one key
+ *      group (reason=new only): a group is charged the data units its
+ *      extents hold, not the rest of the range each allocation asked for.
  *
  * While writing: fscrypt_extent_group_start of each file gives exactly the
  * expected reasons and previous group sizes, and the write derives one key
@@ -40,6 +45,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -677,6 +683,108 @@ static void mount_fs(void)
 		lab_die("cannot add the key: %s", strerror(errno));
 }
 
+/* ---- F: a long write into fragmented free space ------------------------------ */
+
+/*
+ * Review round 2, finding 5.  One write of FRAG_BLOCKS contiguous blocks
+ * into free space made of 4 KiB holes: btrfs allocates a block per extent,
+ * asking each time for the rest of the range.  The key group must be
+ * charged what each extent holds (FRAG_BLOCKS units in all, well under
+ * FRAG_MAX_UNITS: one group), not what was asked for, which adds up to
+ * FRAG_BLOCKS * (FRAG_BLOCKS + 1) / 2 units and ends groups for "units"
+ * long before FRAG_MAX_UNITS data units are encrypted.
+ */
+#define FRAG_FS_BYTES "256M"
+#define FRAG_BLOCKS 256
+#define FRAG_COMB_BLOCKS (4 * FRAG_BLOCKS)
+#define FRAG_MAX_UNITS 2048
+
+/* Fill every byte of free data space with preallocated extents of @path. */
+static void fill_free_space(const char *path)
+{
+	static const off_t sizes[] = { 64 << 20, 8 << 20, 1 << 20, 128 << 10, BLK };
+	off_t off = 0;
+	size_t i;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		lab_die("create %s: %s", path, strerror(errno));
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		while (fallocate(fd, 0, off, sizes[i]) == 0)
+			off += sizes[i];
+	printf("F: %lld MiB preallocated in %s, then ENOSPC\n",
+	       (long long)(off >> 20), path);
+	close(fd);
+}
+
+static void test_fragmented_free_space(void)
+{
+	static const struct want_group one_group[] = { { "new", 0, 0 } };
+	char comb[512], fill[512], units[32];
+	struct raw_extent *ext = NULL;
+	struct tfile f = { .name = "F", .extents = FRAG_BLOCKS };
+	unsigned char *data = lab_pattern(FRAG_BLOCKS * BLK, 0xf0000);
+	struct stat st;
+	size_t i, n = 0;
+	int fd;
+
+	printf("== F: %d contiguous blocks into free space of 4 KiB holes, fscrypto.extent_group_max_units=%d\n",
+	       FRAG_BLOCKS, FRAG_MAX_UNITS);
+	if (lab_mkfs("mkfs.btrfs -q -f -b " FRAG_FS_BYTES, dev))
+		lab_die("mkfs.btrfs -b %s %s failed", FRAG_FS_BYTES, dev);
+	mount_fs();
+	/* a comb of 4 KiB extents (O_DIRECT: one extent per write) */
+	PATHF(comb, "%s/comb", mnt);
+	PATHF(fill, "%s/fill", mnt);
+	fd = open(comb, O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		lab_die("create %s: %s", comb, strerror(errno));
+	for (i = 0; i < FRAG_COMB_BLOCKS; i++)
+		if (pwrite_all(fd, data, BLK, (off_t)(i * BLK)))
+			lab_die("O_DIRECT write of %s: %s", comb, strerror(errno));
+	close(fd);
+	fill_free_space(fill);
+	/* every other tooth out: the only free data space is 4 KiB holes */
+	fd = open(comb, O_WRONLY | O_CLOEXEC);
+	for (i = 0; fd >= 0 && i < FRAG_COMB_BLOCKS; i += 2)
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(i * BLK), BLK))
+			lab_die("punch %s: %s", comb, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	sync();
+
+	PATHF(f.path, "%s/enc/F", mnt);
+	PATHF(comb, "%s/enc", mnt);
+	if (mkdir(comb, 0755) || lab_set_policy(comb, key_id))
+		lab_die("cannot make the encrypted directory %s: %s", comb,
+			strerror(errno));
+	snprintf(units, sizeof(units), "%d", FRAG_MAX_UNITS);
+	if (!CHECK_OK(write_file(MAX_UNITS_PARAM, units, strlen(units)),
+		      "set %s to %s", MAX_UNITS_PARAM, units))
+		lab_die("cannot test the data-unit bound");
+	trace_begin();
+	if (write_file(f.path, data, FRAG_BLOCKS * BLK) || fsync_path(f.path))
+		lab_die("write %s: %s", f.path, strerror(errno));
+	if (!stat(f.path, &st))
+		f.ino = (unsigned long)st.st_ino;
+	CHECK_OK(write_file(MAX_UNITS_PARAM, saved_max_units,
+			    strlen(saved_max_units)),
+		 "restore %s to %s", MAX_UNITS_PARAM, saved_max_units);
+	/* the setup must have worked: many extents, else this proves nothing */
+	if (CHECK_OK(raw_fiemap(f.path, &ext, &n), "FIEMAP %s", f.path))
+		printf("F: %zu extents for %d blocks\n", n, FRAG_BLOCKS);
+	CHECK(n >= FRAG_BLOCKS / 2,
+	      "F: only %zu extents for %d blocks: free space was not fragmented, the case proves nothing",
+	      n, FRAG_BLOCKS);
+	free(ext);
+	check_write_trace(&f, "F write", one_group, 1, 1);
+	CHECK_OK(lab_drop_caches("3"), "drop caches");
+	CHECK_FILE_EQUALS(f.path, data, FRAG_BLOCKS * BLK);
+	free(data);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+}
+
 int main(void)
 {
 	static const size_t one_big[] = { BIG_EXTENTS };
@@ -807,6 +915,7 @@ int main(void)
 
 	if (CHECK_OK(lab_umount(mnt), "umount %s", mnt))
 		lab_btrfs_check_clean(dev, "the traced filesystem");
+	test_fragmented_free_space();
 	restore_settings();
 	/* the ring buffer rounds the size up to whole pages (1408 -> 1410) */
 	CHECK(read_value(TRACEFS "/buffer_size_kb", dir, sizeof(dir)) == 0 &&

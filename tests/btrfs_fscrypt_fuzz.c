@@ -578,11 +578,6 @@ static void make_pristine(void)
 	put("sv/enc/v1", 8192, 8192, 0xb002, 1);
 	put("sv/enc/a", 24576, 4096, 0xb003, 1);
 	commit();
-	/* per-inode keys */
-	remount("fscrypt_per_inode_keys");
-	put("sv/enc/inokey", 0, 8192, 0xc001, 1);
-	put("sv/enc/inokey", 8192, 4096, 0xc002, 1);
-	commit();
 	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
 	PATHF(rel, "%s/sv", mnt);
 	fd = open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -608,6 +603,15 @@ static void make_pristine(void)
 	put("sv/enc/a", 28672, 8192, 0xa006, 1);
 	put("sv/enc/after", 0, 4096, 0xa007, 1);
 	commit();
+	/*
+	 * per-inode keys, after the snapshot: a subvolume that holds such a
+	 * file is never snapshotted (the copies would share its key and IVs)
+	 */
+	remount("fscrypt_per_inode_keys");
+	put("sv/enc/inokey", 0, 8192, 0xc001, 1);
+	put("sv/enc/inokey", 8192, 4096, 0xc002, 1);
+	commit();
+	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
 	if (lab_umount(mnt))
 		lab_die("umount %s: %s", mnt, strerror(errno));
 }

@@ -16,10 +16,14 @@
  *            them), reflink and dedupe between encrypted files and within
  *            one, checked by content on both sides and by FIEMAP's SHARED
  *            flag; files with per-inode keys are made on the same
- *            filesystem by remounting with fscrypt_per_inode_keys; data
+ *            filesystem by remounting with fscrypt_per_inode_keys, in a
+ *            subvolume of their own, whose snapshot is refused
+ *            (EOPNOTSUPP, logged: the copies would share their keys); data
  *            balance and defrag keep every side readable;
  *  snapshot: a snapshot of a subvolume with encrypted files reads back with
  *            the key; key removal hides both sides; re-adding restores both;
+ *  flags:    FS_IOC_GETFLAGS has FS_ENCRYPT_FL (lsattr's E) exactly on the
+ *            encrypted inodes, and chattr still works on them;
  *  no key:   lookup by no-key name (short and long), unlink and rmdir by
  *            no-key name; create, link and rename into the dir fail ENOKEY;
  *  removal:  data written before the key is removed, and through a file
@@ -438,10 +442,127 @@ static int create_per_inode_file(const char *path, const void *buf,
 	return ret;
 }
 
+/*
+ * @sv holds a file with per-inode keys: BTRFS_IOC_SNAP_CREATE_V2 of it must
+ * fail with EOPNOTSUPP, saying why in the kernel log, and make nothing.
+ */
+static void expect_snapshot_refused(const char *sv_path)
+{
+	struct btrfs_ioctl_vol_args_v2 va = { 0 };
+	char snap[PATH_MAX];
+	int top;
+
+	PATHF(snap, "%s/snap-of-inode-keys", mnt);
+	CHECK(lab_log_mark("lab-ops-inode-keys-snapshot-%d", getpid()) == 0,
+	      "write to /dev/kmsg");
+	top = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	va.fd = open(sv_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (CHECK_OK(top, "open %s", mnt) &&
+	    CHECK_OK(va.fd, "open %s", sv_path)) {
+		PATHF(va.name, "%s", "snap-of-inode-keys");
+		CHECK_ERRNO(ioctl(top, BTRFS_IOC_SNAP_CREATE_V2, &va),
+			    EOPNOTSUPP,
+			    "snapshot of %s, which holds a file with per-inode keys",
+			    sv_path);
+		CHECK(!exists(snap), "%s exists after the refused snapshot",
+		      snap);
+		CHECK(lab_log_has("cannot snapshot subvolume [0-9]+: it holds files encrypted with per-inode keys"),
+		      "no kernel log line saying why the snapshot of %s was refused",
+		      sv_path);
+	}
+	if (va.fd >= 0)
+		close(va.fd);
+	if (top >= 0)
+		close(top);
+}
+
+/* FS_IOC_GETFLAGS of @path into *@flags; 0 or -1 (failure recorded). */
+static int get_fsflags(const char *path, int *flags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (!CHECK_OK(fd, "open %s", path))
+		return -1;
+	ret = CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, flags), "FS_IOC_GETFLAGS %s",
+		       path) ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/*
+ * lsattr's 'E': FS_IOC_GETFLAGS reports FS_ENCRYPT_FL for encrypted inodes
+ * and only for them, as on ext4 and f2fs; and chattr, which hands back the
+ * flags it read, still works on an encrypted file (the flag is ignored on
+ * set, never an error, and it stays).
+ */
+static void test_encrypt_flag(void)
+{
+	const char *enc_paths[] = { enc, NULL }, *plain_paths[] = { plain, NULL };
+	char ef[PATH_MAX], pf[PATH_MAX];
+	int flags, fd, i;
+
+	PATHF(ef, "%s/flags-file", enc);
+	PATHF(pf, "%s/flags-file", plain);
+	CHECK_OK(write_file(ef, "e", 1), "create %s", ef);
+	CHECK_OK(write_file(pf, "p", 1), "create %s", pf);
+	enc_paths[1] = ef;
+	plain_paths[1] = pf;
+	for (i = 0; i < 2; i++) {
+		if (!get_fsflags(enc_paths[i], &flags))
+			CHECK(flags & FS_ENCRYPT_FL,
+			      "FS_IOC_GETFLAGS %s: 0x%x, no FS_ENCRYPT_FL (lsattr shows no E)",
+			      enc_paths[i], flags);
+		if (!get_fsflags(plain_paths[i], &flags))
+			CHECK(!(flags & FS_ENCRYPT_FL),
+			      "FS_IOC_GETFLAGS %s (unencrypted): 0x%x has FS_ENCRYPT_FL",
+			      plain_paths[i], flags);
+	}
+	run("lsattr -d %s %s %s %s", enc, ef, plain, pf);
+
+	/* chattr +A: what was read, plus NOATIME */
+	fd = open(ef, O_RDONLY | O_CLOEXEC);
+	if (CHECK_OK(fd, "open %s", ef) &&
+	    CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &flags), "FS_IOC_GETFLAGS %s", ef)) {
+		flags |= FS_NOATIME_FL;
+		CHECK_OK(ioctl(fd, FS_IOC_SETFLAGS, &flags),
+			 "FS_IOC_SETFLAGS 0x%x (with the FS_ENCRYPT_FL read) on %s",
+			 flags, ef);
+		if (CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &flags),
+			     "FS_IOC_GETFLAGS %s", ef))
+			CHECK((flags & (FS_NOATIME_FL | FS_ENCRYPT_FL)) ==
+			      (FS_NOATIME_FL | FS_ENCRYPT_FL),
+			      "%s after chattr +A: 0x%x, want NOATIME and ENCRYPT",
+			      ef, flags);
+		/* chattr -A, and asking to clear E changes nothing */
+		flags = 0;
+		CHECK_OK(ioctl(fd, FS_IOC_SETFLAGS, &flags),
+			 "FS_IOC_SETFLAGS 0 on %s", ef);
+		if (CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &flags),
+			     "FS_IOC_GETFLAGS %s", ef))
+			CHECK(flags == FS_ENCRYPT_FL,
+			      "%s after clearing every flag: 0x%x, want FS_ENCRYPT_FL only",
+			      ef, flags);
+	}
+	if (fd >= 0)
+		close(fd);
+	/* setting E on a plain file encrypts nothing (ignored, as on ext4) */
+	flags = FS_ENCRYPT_FL;
+	fd = open(pf, O_RDONLY | O_CLOEXEC);
+	if (CHECK_OK(fd, "open %s", pf)) {
+		CHECK_OK(ioctl(fd, FS_IOC_SETFLAGS, &flags),
+			 "FS_IOC_SETFLAGS FS_ENCRYPT_FL on %s", pf);
+		close(fd);
+		if (!get_fsflags(pf, &flags))
+			CHECK(!(flags & FS_ENCRYPT_FL),
+			      "%s: FS_ENCRYPT_FL set by FS_IOC_SETFLAGS", pf);
+		CHECK_FILE_EQUALS(pf, "p", 1);
+	}
+}
+
 static void test_sharing(void)
 {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], pi[PATH_MAX];
-	char enc2[PATH_MAX], other[PATH_MAX];
+	char enc2[PATH_MAX], other[PATH_MAX], isv[PATH_MAX], ienc[PATH_MAX];
 	const size_t size = 6 * BLK;
 	unsigned char *da = lab_pattern(size, 40), *expect = malloc(size);
 	uint8_t key2[FSCRYPT_KEY_IDENTIFIER_SIZE];
@@ -460,11 +581,23 @@ static void test_sharing(void)
 	PATHF(a, "%s/share-a", enc);
 	PATHF(b, "%s/share-b", enc);
 	PATHF(c, "%s/share-c", enc);
-	PATHF(pi, "%s/share-per-inode", enc);
+	/*
+	 * The file with per-inode keys gets a subvolume of its own: a
+	 * subvolume that holds one is never snapshotted (the copies would
+	 * share its key and IVs), and sv is, below.
+	 */
+	PATHF(isv, "%s/sv-inode-keys", mnt);
+	PATHF(ienc, "%s/enc", isv);
+	PATHF(pi, "%s/share-per-inode", ienc);
 	CHECK_OK(write_file(a, da, size), "create %s", a);
 	CHECK_OK(write_file(c, da, size), "create %s", c);
+	CHECK(run("btrfs subvolume create %s >/dev/null", isv) == 0,
+	      "btrfs subvolume create %s", isv);
+	CHECK_OK(mkdir(ienc, 0755), "mkdir %s", ienc);
+	CHECK_OK(lab_set_policy(ienc, key_id), "policy on %s", ienc);
 	CHECK_OK(create_per_inode_file(pi, da, size), "create %s", pi);
 	sync();
+	expect_snapshot_refused(isv);
 	fa = open_rw(a);
 	fc = open_rw(c);
 	fpi = open_rw(pi);
@@ -885,6 +1018,7 @@ int main(void)
 	test_data();
 	test_no_compression();
 	test_refusals();
+	test_encrypt_flag();
 	test_sharing();
 	test_snapshot_and_nokey();
 	test_removal_keeps_data();

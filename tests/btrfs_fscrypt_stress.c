@@ -24,14 +24,18 @@
  *    and between unencrypted files.  It is refused with EINVAL between an
  *    encrypted and an unencrypted file, with EOPNOTSUPP as soon as a
  *    per-inode-key file is involved (even within one file), and with
- *    EINVAL across policies, in that order (patch 0021);
+ *    EINVAL across policies, in that order;
  *  - a rename into an encrypted directory of another policy, or of an
  *    unencrypted file into an encrypted directory, fails with EXDEV; an
  *    encrypted file may move to the unencrypted directory (fscrypt only
  *    checks the destination), and stays encrypted;
  *  - snapshots go to the top level (not into encrypted directories); a
  *    snapshot's files keep their policy and key mode, and are reflink
- *    partners of the files they came from.
+ *    partners of the files they came from.  A subvolume that holds (or
+ *    held) a file with per-inode keys is never snapshotted (EOPNOTSUPP:
+ *    the copies would share that file's key and IVs), so per-inode files
+ *    are created in sv only, after a first snapshot of it, and its later
+ *    snapshots must be refused.
  *
  * A generator seeded with STRESS_SEED (default 0x14f0004) draws operations
  * for STRESS_SECONDS (default 20) in this filesystem: create, write (random
@@ -157,6 +161,12 @@ struct sfile {
 
 struct subvol {
 	int used;
+	/*
+	 * Holds (or held) a file encrypted with per-inode keys: the kernel
+	 * refuses to snapshot it (EOPNOTSUPP), since the copies would share
+	 * that file's key and IVs.
+	 */
+	int inode_keys;
 	unsigned int gen;	/* snapshots: the order they were made in */
 	char name[32];
 };
@@ -185,6 +195,7 @@ static char enc_name_pfx[32], ctl_name_pfx[32];
 static unsigned long op_count[NOPS], op_seq;
 static unsigned long reflink_ok, reflink_einval, reflink_eopnotsupp;
 static unsigned long rename_ok, rename_exdev, rename_replace, snap_deleted;
+static unsigned long snap_refused;
 static unsigned long direct_writes, mismatches, listing_mismatches;
 static unsigned char *wbuf, *rbuf;	/* aligned, MAX_FILE + BLK */
 
@@ -572,6 +583,8 @@ static struct sfile *create_file(int sv, int dir, size_t len)
 		model_free(f);
 		return NULL;
 	}
+	if (f->km == KM_INODE)
+		svs[sv].inode_keys = 1;
 	if (pwrite_all(fd, wbuf, len, 0) != 0) {
 		op_failed(f, "write", path, errno);
 	} else {
@@ -588,7 +601,12 @@ static void op_create(void)
 	struct sfile *f;
 
 	dir = cand[rnd((size_t)n)];
-	sv = pick_sv();
+	/*
+	 * Files with per-inode keys go to sv only, which can then never be
+	 * snapshotted: the snapshots stay free of them, so they can be.
+	 */
+	sv = (cur_mm == MM_INODE || !extent_keys) && dir_policy[dir] ?
+	     0 : pick_sv();
 	if (files_in_sv(sv) >= FILES_PER_SV) {
 		printf("op %lu: create: %s is full, a write instead\n", op_seq,
 		       svs[sv].name);
@@ -683,7 +701,7 @@ static void op_falloc(void)
 	close(fd);
 }
 
-/* What FICLONERANGE from @s to @d must give: 0 or an errno (patch 0021). */
+/* What FICLONERANGE from @s to @d must give: 0 or an errno. */
 static int reflink_expect(const struct sfile *s, const struct sfile *d)
 {
 	if (!s->pol && !d->pol)
@@ -930,6 +948,24 @@ static void op_snapshot(void)
 		slot = oldest;
 	}
 	src = pick_sv();
+	if (svs[src].inode_keys) {
+		memset(&va, 0, sizeof(va));
+		lab_pathf(path, sizeof(path), "%s/%s", mnt, svs[src].name);
+		va.fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		PATHF(va.name, "refused-%u", next_snap);
+		printf("op %lu: snapshot %s (holds files with per-inode keys): must be refused\n",
+		       op_seq, svs[src].name);
+		if (CHECK_OK(va.fd, "op %lu: open %s", op_seq, path))
+			CHECK_ERRNO(ioctl(top, BTRFS_IOC_SNAP_CREATE_V2, &va),
+				    EOPNOTSUPP,
+				    "op %lu: BTRFS_IOC_SNAP_CREATE_V2 of %s, which holds files with per-inode keys",
+				    op_seq, svs[src].name);
+		if (va.fd >= 0)
+			close(va.fd);
+		snap_refused++;
+		close(top);
+		return;
+	}
 	svs[slot].gen = next_snap;
 	PATHF(svs[slot].name, "snap-%u", next_snap++);
 	lab_pathf(path, sizeof(path), "%s/%s", mnt, svs[src].name);
@@ -1084,7 +1120,10 @@ static void prologue(void)
 	p0 = create_file(0, D_PLAIN, 30 * KiB);
 	begin_op(OP_CREATE);
 	p1 = create_file(0, D_PLAIN, 150);
+	/* a snapshot before sv has per-inode keys: it can have snapshots */
 	if (extent_keys) {
+		begin_op(OP_SNAPSHOT);
+		op_snapshot();
 		begin_op(OP_REMOUNT);
 		remount_mode(MM_INODE);
 	}
@@ -1096,6 +1135,9 @@ static void prologue(void)
 		begin_op(OP_REMOUNT);
 		remount_mode(MM_EXTENT);
 	}
+	/* sv holds per-inode keys now: its snapshot is refused */
+	begin_op(OP_SNAPSHOT);
+	op_snapshot();
 	if (!ae0 || !ae1 || !be || !p0 || !p1 || !ai) {
 		CHECK(0, "the prologue could not create its files");
 		return;
@@ -1640,6 +1682,8 @@ int main(void)
 	       reflink_ok, reflink_einval, reflink_eopnotsupp);
 	printf("# renames: %lu done (%lu over a file), %lu refused EXDEV; %lu snapshots deleted; %lu O_DIRECT writes\n",
 	       rename_ok, rename_replace, rename_exdev, snap_deleted, direct_writes);
+	printf("# snapshots refused because their source holds files with per-inode keys: %lu\n",
+	       snap_refused);
 	printf("# balancer: %ld balances, %ld cancelled, %ld errors, %ld chunks relocated\n",
 	       sh->balances, sh->balance_cancelled, sh->balance_errors,
 	       sh->chunks_relocated);
