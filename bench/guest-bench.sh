@@ -15,8 +15,9 @@
 # Then, either way, for each phase: sync, drop caches, fio
 # --output-format=json+
 # Results go to $RESULTS/bench/: raw/<arm>/rep<N>/<phase>.json, arms.tsv,
-# extents.tsv, order.tsv, phases, fio-version, and profiles/<arm>/ from one
-# extra, profiled repetition per arm (never mixed with the timed ones).
+# extents.tsv, order.tsv, phases, fio-version, cpu.tsv (the CPU time of
+# every timed phase, from /proc/stat) and user-hz, and profiles/<arm>/ from
+# one extra, profiled repetition per arm (never mixed with the timed ones).
 #
 # With PROFILE=1 the profiled repetition also runs the workload's count
 # phases (COUNT_PHASES, none by default) once more each, from a cold cache,
@@ -100,11 +101,14 @@ mkdir -p "$out/raw" "$out/profiles"
 : >"$out/extents.tsv"
 : >"$out/order.tsv"
 # The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
-# order.tsv, ...); host and guest ship together, the host reads only this
-# format (reports/runmodel.py).
-echo 2 >"$out/format"
+# order.tsv, cpu.tsv, ...); host and guest ship together, the host collects
+# only this format (reports/runmodel.py).
+echo 3 >"$out/format"
 : >"$out/facts.tsv"
 : >"$out/saves.tsv"
+: >"$out/cpu.tsv"
+# The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
+getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
 fio --version >"$out/fio-version"
 echo "$MIN_EXTENTS" >"$out/min-extents"
 phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
@@ -400,14 +404,39 @@ ready_fs() { # arm rep dev mnt phases...
 	fiemap_check "$arm" "$rep" "$mnt" "$@"
 }
 
+# The CPU time all CPUs spent so far, in USER_HZ ticks, into cpu_ticks:
+# user + nice + system + irq + softirq of /proc/stat's cpu line (kworkers
+# that decrypt count; idle, iowait and steal do not). No fork, so that the
+# reading costs next to nothing inside the window. cpu_ticks is empty when
+# the line is not there or not numbers: the phase then records nothing.
+# (PROC_STAT: another file, for the host's tests.)
+cpu_now() {
+	local label user nice system irq softirq v stat=${PROC_STAT:-/proc/stat}
+	cpu_ticks=
+	[ -r "$stat" ] || return 0
+	read -r label user nice system _ _ irq softirq _ <"$stat" 2>/dev/null || return 0
+	[ "$label" = cpu ] || return 0
+	for v in "$user" "$nice" "$system" "$irq" "$softirq"; do
+		case $v in '' | *[!0-9]*) return 0 ;; esac
+	done
+	cpu_ticks=$((user + nice + system + irq + softirq))
+}
+
 run_phases() { # arm rep mnt dir
-	local arm=$1 rep=$2 mnt=$3 dir=$4 phase
+	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0
 	mkdir -p "$dir"
 	for phase in $phases; do
 		progress "$phase"
 		drop_caches
+		cpu_now
+		c0=$cpu_ticks
 		run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" ||
 			{ echo "bench: fio $phase failed for $arm rep $rep"; cat "$dir/$phase.json"; exit 1; }
+		cpu_now
+		# arm, rep, phase, CPU ticks of the phase (nothing if unreadable)
+		if [ -n "$c0" ] && [ -n "$cpu_ticks" ]; then
+			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((cpu_ticks - c0))" >>"$out/cpu.tsv"
+		fi
 	done
 }
 

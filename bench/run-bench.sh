@@ -68,6 +68,12 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 	echo "PROFILE=$PROFILE"
 	echo "PREP=$PREP"
 	echo "INJECT_LOOKUP_DELAY_US=$INJECT_LOOKUP_DELAY_US"
+	# The lab's commit and whether tracked files differ from it (the run
+	# records them: reports/runmodel.py kernel_of); nothing outside git.
+	if lab_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null); then
+		echo "LAB_COMMIT=$lab_commit"
+		if git -C "$top" diff --quiet HEAD -- 2>/dev/null; then echo "LAB_DIRTY=0"; else echo "LAB_DIRTY=1"; fi
+	fi
 	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET GROUP_SIZES; do
 		[ -n "${!v:-}" ] && echo "$v=\"${!v}\""
 	done

@@ -7,30 +7,54 @@ reports.labstats.
 
 import math
 import os
-import re
 
 from reports import labstats as L
 from reports.fmt import fmt_ci, isnum
 from reports.runmodel import (
-    COMPARISONS, MAIN_A, MAIN_B, RunError, arm_absent_reason, arm_order,
-    bins_of, bw_by_rep, phase_direction, read_json_file)
+    GROUP_PHASE, SCALING_PHASE, RunError, arm_absent_reason, arm_order,
+    bins_of, bw_by_rep, phase_direction, read_json_file, values_by_rep)
 from reports.profiles import (
     derivation_count, key_work, load_profiles, memory_analysis,
     profiled_extents, slab_selection)
 
 
-GOAL_BW_RATIO = 0.97    # per-extent / per-inode throughput, at least
-
-
-GOAL_P99_RATIO = 1.05   # per-extent / per-inode p99 latency, at most
-
-
 PERCENTILES = (50, 99, 99.9)
 DEFAULT_THRESHOLD = 5.0
 
+# The per-rep metrics every comparison gets a ratio of (labstats.ratio).
+RATIO_METRICS = ("bw_bytes", "cpu_per_mib", "cpu_per_op")
+
+
+def ratio_entry(run, a, b, phase, metric, threshold):
+    """The ratio A/B of one per-rep metric on one phase (labstats.ratio:
+    per-rep pairs, geometric mean, bootstrap CI), with the report's
+    significance test of the arms' values (Mann-Whitney, ranges, change =
+    100 x (ratio - 1) against the threshold). None when an arm has no
+    value of the metric (no CPU data)."""
+    va = values_by_rep(run, a, phase, metric)
+    vb = values_by_rep(run, b, phase, metric)
+    if not va or not vb:
+        return None
+    r = L.ratio(va, vb)
+    change = (100.0 * (r["value"] - 1.0) if isnum(r["value"])
+              else float("nan"))
+    sc = L.significant_change(list(va.values()), list(vb.values()),
+                              threshold, change=change)
+    return {"metric": metric, "ratio": r["value"], "ci_lo": r["ci_lo"],
+            "ci_hi": r["ci_hi"], **sc,
+            "min_p": L.min_mw_p(len(va), len(vb)),
+            "ci_supported": r["ci_supported"],
+            "not_conclusive": r["not_conclusive"],
+            "n_a": len(va), "n_b": len(vb), "n_pairs": r["n"],
+            "per_rep_ratio": dict(zip(r["reps"], r["samples"])),
+            "dropped": r["dropped"]}
+
 
 def comparison(run, a, b, label, phase, threshold):
-    """Numbers of one A-vs-B comparison on one phase (see README)."""
+    """Numbers of one A-vs-B comparison on one phase (see README): the
+    ratio of each per-rep metric (bw: throughput, cpu: CPU cost per MiB,
+    cpu_per_op: per I/O; None without CPU data) and of the latency
+    percentiles."""
     c = {"a": a, "b": b, "label": label, "phase": phase}
     reasons = [r for r in (arm_absent_reason(run, a),
                            arm_absent_reason(run, b)) if r]
@@ -42,21 +66,12 @@ def comparison(run, a, b, label, phase, threshold):
         c.update(status="not measured",
                  reason=f"no data for {a if not ba else b} on {phase}")
         return c
-    xa, xb = list(ba.values()), list(bb.values())
-    ratio, lo, hi = L.bootstrap_ratio_ci(xa, xb)
-    # Too few reps: no CI at all (a bootstrap of one rep is not a CI of
-    # zero width), and the verdicts say "not conclusive (n = N)".
-    ci_ok = L.ci_supported(len(xa), len(xb))
-    if not ci_ok:
-        lo = hi = float("nan")
-    sc = L.significant_change(xa, xb, threshold)
-    reps, per_rep = L.paired_ratios(ba, bb)
-    c.update(status="measured", n_a=len(xa), n_b=len(xb),
-             bw={"ratio": ratio, "ci_lo": lo, "ci_hi": hi, **sc,
-                 "min_p": L.min_mw_p(len(xa), len(xb)),
-                 "ci_supported": ci_ok,
-                 "not_conclusive": L.conclusive_n(len(xa), len(xb))},
-             per_rep_ratio=dict(zip(reps, per_rep)))
+    bw = ratio_entry(run, a, b, phase, "bw_bytes", threshold)
+    c.update(status="measured", n_a=len(ba), n_b=len(bb), bw=bw,
+             cpu=ratio_entry(run, a, b, phase, "cpu_per_mib", threshold),
+             cpu_per_op=ratio_entry(run, a, b, phase, "cpu_per_op",
+                                    threshold),
+             per_rep_ratio=bw["per_rep_ratio"])
     la, lb = bins_of(run, a, phase), bins_of(run, b, phase)
     lat_ok = L.ci_supported(len(la), len(lb))
     lat = {}
@@ -86,10 +101,11 @@ def analyze_arm(run, arm):
         merged = L.merge_bins(bins_of(run, arm, phase))
         out[phase] = {
             "direction": phase_direction(run, phase),
-            "reps": {r: {k: d[k] for k in
+            "reps": {r: {k: d.get(k) for k in
                          ("file", "direction", "bw_bytes", "iops",
-                          "io_bytes", "runtime_ms", "clat_n",
-                          "clat_mean_ns", "fio_percentiles_ns")}
+                          "io_bytes", "total_ios", "runtime_ms", "clat_n",
+                          "clat_mean_ns", "fio_percentiles_ns", "cpu_s",
+                          "cpu_per_mib", "cpu_per_op")}
                      for r, d in reps.items()},
             "bw_bytes": L.summary(d["bw_bytes"] for d in reps.values()),
             "iops": L.summary(d["iops"] for d in reps.values()),
@@ -98,74 +114,159 @@ def analyze_arm(run, arm):
             "latency_ios": sum(merged.values()),
             "latency_reps": len(bins_of(run, arm, phase)),
         }
+        for m in ("cpu_s", "cpu_per_mib", "cpu_per_op"):
+            out[phase][m] = L.summary(
+                values_by_rep(run, arm, phase, m).values())
     return out
 
 
+def key_mode_of(run, arm):
+    """The key mode an arm's definition names (KEY_MODE), or the arm."""
+    return (run["spec"]["arms"].get(arm) or {}).get("KEY_MODE") or arm
+
+
+def _judge(r, goal, better):
+    """(status, core text, fields) of a ratio dict against a goal."""
+    sign = "≥" if better == "higher" else "≤"
+    ratio, lo, hi = r["ratio"], r["ci_lo"], r["ci_hi"]
+    if ratio is None or not isnum(ratio):
+        return "not measured", "not measured (no usable value)", {}
+    if r["not_conclusive"]:
+        return ("not conclusive",
+                f"point estimate {ratio:.3f}, goal {sign} {goal}: "
+                f"**{r['not_conclusive']}**",
+                {"value": ratio, "conclusive": False})
+    met = ratio >= goal if better == "higher" else ratio <= goal
+    status = "met" if met else "not met"
+    text = (f"{ratio:.3f} (95% CI {fmt_ci(lo, hi)}), goal {sign} {goal}: "
+            f"**{status}**")
+    inside = isnum(lo) and lo <= goal <= hi
+    if inside:
+        text += (" (not conclusive: the CI contains the goal; more reps "
+                 "would narrow it)")
+    return status, text, {"value": ratio, "ci_lo": lo, "ci_hi": hi,
+                          "conclusive": not inside}
+
+
+def _beside(r, goal, better, name, judge_goal):
+    """"throughput 0.985 (95% CI ...; goal ≥ 0.97: met)", not deciding."""
+    if r is None or r["ratio"] is None or not isnum(r["ratio"]):
+        return f"{name} not measured", None
+    sign = "≥" if better == "higher" else "≤"
+    if r["not_conclusive"]:
+        return f"{name} point estimate {r['ratio']:.3f}", None
+    met = (r["ratio"] >= goal if better == "higher" else r["ratio"] <= goal)
+    g = (f"; goal {sign} {goal}: {'met' if met else 'not met'}"
+         if judge_goal else "")
+    return (f"{name} {r['ratio']:.3f} (95% CI {fmt_ci(r['ci_lo'], r['ci_hi'])}"
+            f"{g})", ("met" if met else "not met") if judge_goal else None)
+
+
 def verdicts(run, comps):
-    """Plain-language goal verdicts, one per metric and read phase."""
+    """Plain-language goal verdicts of the main comparison, from the goals
+    the run recorded (spec.workload.goals).
+
+    With CPU data (format 3), one verdict per judged phase, read or
+    write, decided on CPU cost per MiB (ratio ≤ cpu_per_mib_max), with the
+    throughput and p99 latency ratios beside it (not deciding; their goals
+    are stated on read phases). Without CPU data (format 2, or a guest
+    that could not read /proc/stat), the verdicts of format 2, labelled as
+    the old metric: throughput (≥ bw_min) and p99 latency (≤ p99_max) of
+    the judged read phases. The groupsweep's bounded points get one "not
+    judged" line, last."""
     out = []
-    main = {c["phase"]: c for c in comps
-            if (c["a"], c["b"]) == (MAIN_A, MAIN_B)}
-    read_phases = [p for p in run["phases"]
-                   if phase_direction(run, p) == "read"]
-    # groupsweep: a file written with at most N extents per key group is
-    # not what the main arm writes (no bound), so it is not judged
-    bounded = [p for p in read_phases if GROUP_PHASE.fullmatch(p)
-               and int(GROUP_PHASE.fullmatch(p).group("n")) > 0]
-    read_phases = [p for p in read_phases if p not in bounded]
-    if not read_phases and not bounded:
-        out.append({"metric": "-", "phase": "-", "status": "not measured",
-                    "text": "No read phase in this run: the goals are "
-                            "about fragmented reads."})
-    for phase in read_phases:
+    goals = run["goals"]
+    if not run["main"]:
+        return [{"metric": "-", "phase": "-", "status": "not measured",
+                 "text": "No comparison in this run's arm definitions: "
+                         "nothing to judge."}]
+    a, b = run["main"]
+    what = f"{key_mode_of(run, a)} ÷ {key_mode_of(run, b)} ({a}/{b})"
+    main = {c["phase"]: c for c in comps if (c["a"], c["b"]) == (a, b)}
+    judged = [p for p in goals.get("judged_phases") or run["phases"]
+              if p in main]
+    bounded = [p for p in goals.get("not_judged_phases") or []
+               if p in run["phases"]]
+    cpu_goal = goals.get("cpu_per_mib_max")
+    # a run without any CPU data is judged as format 2 judged; a run with
+    # some gets a "not measured" line for a write phase that lacks it
+    by_cpu = (goals.get("decide") == "cpu_per_mib" and cpu_goal is not None
+              and run["has_cpu"])
+    bw_goal, p99_goal = goals.get("bw_min"), goals.get("p99_max")
+    old_label = (" [old metric: this run has no CPU data; decided on "
+                 "throughput and p99 latency as format 2 did]")
+    for phase in judged:
         c = main[phase]
-        for metric, key, goal, better in (
-                ("throughput", None, GOAL_BW_RATIO, "higher"),
-                ("p99 latency", "p99", GOAL_P99_RATIO, "lower")):
-            what = (f"{phase} {metric}, per-extent ÷ per-inode "
-                    f"({MAIN_A}/{MAIN_B})")
-            sign = "≥" if better == "higher" else "≤"
-            v = {"metric": metric, "phase": phase, "goal": goal,
-                 "goal_text": f"{sign} {goal}"}
+        is_read = phase_direction(run, phase) == "read"
+        if by_cpu and (c["status"] != "measured" or c.get("cpu")):
+            v = {"metric": "CPU per MiB", "phase": phase, "goal": cpu_goal,
+                 "goal_text": f"≤ {cpu_goal}", "decides": True,
+                 "basis": "cpu_per_mib"}
+            head = f"{phase} CPU cost per MiB, {what}"
             if c["status"] != "measured":
                 v.update(status="not measured",
-                         text=f"{what}: not measured ({c['reason']}).")
+                         text=f"{head}: not measured ({c['reason']}).")
+                out.append(v)
+                continue
+            status, core, fields = _judge(c["cpu"], cpu_goal, "lower")
+            tp, tp_s = _beside(c["bw"], bw_goal, "higher", "throughput",
+                               is_read)
+            lat, lat_s = _beside(c["latency"]["p99"], p99_goal, "lower",
+                                 "p99 latency", is_read)
+            if status == "not conclusive":
+                core += f": {L.reps_needed_text()}"
+            v.update(status=status, text=f"{head}: {core}. Beside it (not "
+                     f"deciding): {tp}, {lat}.", **fields,
+                     beside={"throughput": tp_s, "p99 latency": lat_s})
+            out.append(v)
+            continue
+        if not is_read:
+            if by_cpu:
+                out.append({"metric": "CPU per MiB", "phase": phase,
+                            "status": "not measured", "decides": True,
+                            "basis": "cpu_per_mib",
+                            "text": f"{phase} CPU cost per MiB, {what}: not "
+                                    "measured (no CPU data for this phase; "
+                                    "the old metric judged read phases "
+                                    "only)."})
+            continue
+        label = old_label if run["format"] >= 3 else (
+            " [old metric: a format-2 run has no CPU data]")
+        for metric, key, goal, better in (
+                ("throughput", None, bw_goal, "higher"),
+                ("p99 latency", "p99", p99_goal, "lower")):
+            head = f"{phase} {metric}, {what}"
+            sign = "≥" if better == "higher" else "≤"
+            v = {"metric": metric, "phase": phase, "goal": goal,
+                 "goal_text": f"{sign} {goal}", "decides": True,
+                 "basis": "fallback"}
+            if c["status"] != "measured":
+                v.update(status="not measured",
+                         text=f"{head}: not measured ({c['reason']}).")
                 out.append(v)
                 continue
             r = c["bw"] if key is None else c["latency"][key]
-            ratio, lo, hi = r["ratio"], r["ci_lo"], r["ci_hi"]
-            if ratio is None or math.isnan(ratio):
+            if r["ratio"] is None or not isnum(r["ratio"]):
                 v.update(status="not measured",
-                         text=f"{what}: not measured (no latency bins).")
+                         text=f"{head}: not measured (no latency bins).")
                 out.append(v)
                 continue
-            if r["not_conclusive"]:
-                # too few reps for a CI or a test: no verdict, no CI
-                v.update(status="not conclusive", value=ratio,
-                         conclusive=False,
-                         text=f"{what}: point estimate {ratio:.3f}, goal "
-                              f"{sign} {goal}: **{r['not_conclusive']}**: "
-                              f"{L.reps_needed_text()}.")
-                out.append(v)
-                continue
-            met = ratio >= goal if better == "higher" else ratio <= goal
-            inside = (not math.isnan(lo) and lo <= goal <= hi)
-            status = "met" if met else "not met"
-            text = (f"{what}: {ratio:.3f} (95% CI {fmt_ci(lo, hi)}), "
-                    f"goal {sign} {goal}: **{status}**")
-            if inside:
-                text += (" (not conclusive: the CI contains the goal; "
-                         "more reps would narrow it)")
-            v.update(status=status, value=ratio, ci_lo=lo, ci_hi=hi,
-                     conclusive=not inside, text=text + ".")
+            status, core, fields = _judge(r, goal, better)
+            text = f"{head}: {core}"
+            if status == "not conclusive":
+                text += f": {L.reps_needed_text()}"
+            v.update(status=status, text=text + "." + label, **fields)
             out.append(v)
+    if not judged and not bounded:
+        out.append({"metric": "-", "phase": "-", "status": "not measured",
+                    "text": "No phase of this run is judged."})
     if bounded:  # last: the main verdict stays first
         out.append({"metric": "-", "phase": "-", "phases": bounded,
                     "status": "not judged",
                     "text": f"{', '.join(bounded)}: not judged against the "
                             "goals: those files were written with at most N "
                             "extents per key group (fscrypt_extents_per_key"
-                            f"=N), not as {MAIN_A} writes them (no bound); "
+                            f"=N), not as {a} writes them (no bound); "
                             "see \"Cost against the size of key groups\"."})
     return out
 
@@ -177,7 +278,7 @@ def extent_check(run):
         return None
     want = run["meta"].get("min_extents")
     out = {}
-    for arm in arm_order(counts):
+    for arm in arm_order(run, counts):
         v = [x for x in counts[arm] if isinstance(x, (int, float))]
         low = [x for x in v if isinstance(want, (int, float)) and x < want]
         out[arm] = {"counts": v, "median": L.summary(v)["median"],
@@ -187,9 +288,6 @@ def extent_check(run):
                 f"{arm}: extent count {low} below min_extents={want}: the "
                 "file was less fragmented than the workload asks")
     return {"min_extents": want, "arms": out}
-
-
-SCALING_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-e(?P<n>\d+)")
 
 
 def _scaling_point(extents, bw, **extra):
@@ -211,7 +309,8 @@ def load_scaling(run):
     cost_us_per_4k (4096 / bw_bytes in microseconds, the time one 4 KiB
     block of the read costs).
     """
-    phases = [(p, SCALING_PHASE.fullmatch(p)) for p in run["phases"]]
+    phases = [(p, SCALING_PHASE.fullmatch(p)) for p in run["phases"]
+              if run["analysis"] == "scaling"]
     phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
               if m]
     if phases:
@@ -249,7 +348,7 @@ def load_scaling(run):
         run["warnings"].append(str(e))
         return None
     out = {}
-    for arm in arm_order(raw if isinstance(raw, dict) else {}):
+    for arm in arm_order(run, raw if isinstance(raw, dict) else {}):
         pts = raw[arm]
         if not isinstance(pts, list):
             continue
@@ -262,16 +361,14 @@ def load_scaling(run):
     return {"source": "scaling.json", "reads": {"read": out}} if out else None
 
 
-GROUP_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
-
-
 def load_groupsweep(run, comps, counts):
     """Cost against the size of key groups (the groupsweep workload).
 
     Phases KIND-gN read a file written with at most N extents per key
     group (fscrypt_extents_per_key=N; 0: no bound). For every comparison
     (A / reference B) whose arms were both measured on such phases, one
-    point per N: the throughput ratio of medians with its CI (from comps),
+    point per N: the throughput ratio with its CI (from comps:
+    labstats.ratio), the CPU cost per MiB ratio (None without CPU data),
     both arms' medians, the extents of A's file (FIEMAP median over the
     timed reps, label gN; FIEMAP merges physically adjacent extents, so the
     extents read, the lookups of the counted read, are used where known),
@@ -283,6 +380,8 @@ def load_groupsweep(run, comps, counts):
     holds the whole file). Returns {"sweeps": [{a, b, label, kind,
     points}]} or None.
     """
+    if run["analysis"] != "groupsweep":
+        return None
     phases = [(p, GROUP_PHASE.fullmatch(p)) for p in run["phases"]]
     phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
               if m]
@@ -296,7 +395,7 @@ def load_groupsweep(run, comps, counts):
                                []).append(c.get("extents"))
     by = {(c["a"], c["b"], c["phase"]): c for c in comps}
     sweeps = []
-    for a, b, label in COMPARISONS:
+    for a, b, label in run["comparisons"]:
         if a not in run["measured"] or b not in run["measured"]:
             continue
         kinds = {}
@@ -326,6 +425,10 @@ def load_groupsweep(run, comps, counts):
                 "ci_supported": c["bw"]["ci_supported"],
                 "not_conclusive": c["bw"]["not_conclusive"],
                 "per_rep_ratio": c["per_rep_ratio"],
+                # CPU cost per MiB of A over B (None without CPU data)
+                "cpu": ({k: c["cpu"][k] for k in (
+                    "ratio", "ci_lo", "ci_hi", "ci_supported",
+                    "not_conclusive")} if c.get("cpu") else None),
                 "read_counts": read or None,
                 "write_counts": write or None,
             })
@@ -342,14 +445,25 @@ def load_groupsweep(run, comps, counts):
 def analyze(run, threshold):
     """Everything the report says, as one JSON-able dict."""
     res = {
-        "format": "fscrypt-lab-report/1",
+        "format": "fscrypt-lab-report/2",
         "run": os.path.basename(os.path.normpath(run["dir"])),
         "threshold_pct": threshold,
         "units": {"bw_bytes": "bytes/s", "iops": "I/O per s",
-                  "latency_ns": "ns", "tables": "MiB/s = 2^20 bytes/s"},
-        "goals": {"bw_ratio_min": GOAL_BW_RATIO,
-                  "p99_ratio_max": GOAL_P99_RATIO,
-                  "comparison": f"{MAIN_A}/{MAIN_B}"},
+                  "latency_ns": "ns", "cpu_s": "CPU s",
+                  "cpu_per_mib": "CPU s per MiB",
+                  "cpu_per_op": "CPU s per I/O",
+                  "tables": "MiB/s = 2^20 bytes/s; CPU ms per MiB; CPU "
+                            "µs per I/O"},
+        # everything below comes from the run directory (its spec)
+        "goals": run["goals"],
+        "analysis": run["analysis"],
+        "comparison_order": [f"{a}/{b}" for a, b, _ in run["comparisons"]],
+        "ratio_definition": run["spec"].get("ratio"),
+        "metrics": run["metrics"],
+        "kernel": run["kernel"],
+        "run_format": run["format"],
+        "spec_notes": run["spec_notes"],
+        "has_cpu": run["has_cpu"],
         "meta": run["meta"],
         "arms": {},
     }
@@ -362,7 +476,7 @@ def analyze(run, threshold):
         res["arms"][arm] = entry
     res["skipped"] = dict(run["not_measured"])
     res["comparisons"] = [comparison(run, a, b, label, phase, threshold)
-                          for a, b, label in COMPARISONS
+                          for a, b, label in run["comparisons"]
                           for phase in run["phases"]]
     res["verdicts"] = verdicts(run, res["comparisons"])
     res["extent_counts"] = extent_check(run)

@@ -4,12 +4,17 @@
     /usr/bin/python3 -m reports.check RUN_DIR BASELINE_JSON [--threshold PCT]
     /usr/bin/python3 -m reports.check --make-baseline RUN_DIR OUT_JSON
 
-Tracked numbers are throughput ratios between arms of one run (absolute
-times under TCG mean nothing): for each comparison A/B of generate.py and
-each phase, the per-rep ratios A.bw_bytes[repN] / B.bw_bytes[repN]. A
-tracked ratio regressed when, between the baseline's samples and this
-run's, its median dropped by more than the threshold AND the two-sided
-Mann-Whitney p < 0.05 AND the two sets of samples do not overlap.
+Tracked numbers are ratios between arms of one run (absolute times under
+TCG mean nothing): for each comparison A/B the run recorded (its spec, not
+the lab's current arm files) and each phase, the per-rep ratios
+A.metric[repN] / B.metric[repN] of the baseline's metric (bw_bytes by
+default; --metric cpu_per_mib tracks CPU cost per MiB). The ratio of a set
+of samples is reports.labstats.ratio_of_samples(): their geometric mean,
+the one definition the report and the history use too. A tracked ratio
+regressed when, between the baseline's samples and this run's, its ratio
+moved the bad way (down for throughput, up for a cost) by at least the
+threshold AND the two-sided Mann-Whitney p < 0.05 AND the two sets of
+samples do not overlap.
 
 Exit status: 0 no regression, 1 at least one regression, 2 usage or data
 error (message on stderr), 3 not conclusive: no tracked ratio has enough
@@ -27,16 +32,24 @@ from reports import labstats as L
 from reports import runmodel as M
 from reports.analysis import DEFAULT_THRESHOLD
 
-FORMAT = "fscrypt-lab-baseline/1"
+FORMAT = "fscrypt-lab-baseline/2"
+READS = ("fscrypt-lab-baseline/1", FORMAT)
 
 
 class UsageError(Exception):
     """Bad arguments or unusable input (exit 2)."""
 
 
-def make_baseline(run_dir, out_json, threshold):
+def make_baseline(run_dir, out_json, threshold, metric="bw_bytes"):
     """Write the baseline of RUN_DIR to OUT_JSON; return the exit status."""
     run = M.load_run(run_dir)
+    known = [k for k, v in run["metrics"].items() if v.get("per_rep")]
+    if metric not in known:
+        raise UsageError(f"{run_dir}: no per-rep metric '{metric}' in this "
+                         f"run (format {run['format']}: {', '.join(known)})")
+    if metric.startswith("cpu") and not run["has_cpu"]:
+        raise UsageError(f"{run_dir} recorded no CPU time: no baseline of "
+                         f"{metric}")
     for w in run["warnings"]:
         print(f"check: warning: {w}", file=sys.stderr)
     meta = run["meta"]
@@ -45,31 +58,40 @@ def make_baseline(run_dir, out_json, threshold):
                          f"({meta['injected_lookup_delay_us']} us per "
                          "lookup); a baseline must come from a real run")
     info = meta.get("run_info") or {}
+    k = run["kernel"] or {}
     base = {
         "format": FORMAT,
         "workload": meta.get("workload"),
-        "metric": "bw_bytes",
+        "metric": metric,
+        "better": M.metric_better(run, metric),
+        "ratio_definition": M.RATIO_DEFINITION["name"],
         "threshold_pct": threshold,
         "created_from": {
             "run": os.path.basename(os.path.normpath(run_dir)),
+            "run_format": run["format"],
             "date": meta.get("date"),
-            "kernel_release": info.get("kernel_release"),
-            "kernel_series_hash": info.get("kernel_series_hash"),
-            "kernel_config_sha256": info.get("kernel_config_sha256"),
+            "kernel_release": k.get("release"),
+            "kernel_series_hash": k.get("series_hash"),
+            "kernel_tree_head": k.get("tree_head"),
+            "kernel_config_sha256": k.get("config_sha256"),
+            "lab_commit": k.get("lab_commit"),
             "accel": info.get("accel"),
             "reps": meta.get("reps"),
         },
         "ratios": {},
         "not_tracked": {},
     }
-    for name, phases in M.tracked_ratios(run).items():
+    for name, phases in M.tracked_ratios(run, metric).items():
         for phase, v in phases.items():
             if isinstance(v, str):
                 base["not_tracked"].setdefault(name, {})[phase] = v
                 continue
             reps, ratios = v
+            r = L.ratio_of_samples(ratios)
             base["ratios"].setdefault(name, {})[phase] = {
-                "median": L.summary(ratios)["median"],
+                "value": r["value"],
+                "ci_lo": r["ci_lo"] if r["ci_supported"] else None,
+                "ci_hi": r["ci_hi"] if r["ci_supported"] else None,
                 "samples": ratios,
                 "reps": reps,
             }
@@ -103,6 +125,9 @@ def load_baseline(path):
     except ValueError as e:
         raise UsageError(f"baseline {path} is not valid JSON: {e}") from e
     ratios = base.get("ratios") if isinstance(base, dict) else None
+    if isinstance(base, dict) and base.get("format") not in (None,) + READS:
+        raise UsageError(f"baseline {path}: format {base.get('format')!r}, "
+                         f"this check reads {', '.join(READS)}")
     if not isinstance(ratios, dict) or not ratios:
         raise UsageError(f"baseline {path}: no 'ratios' object (make one "
                          "with --make-baseline)")
@@ -118,9 +143,9 @@ def load_baseline(path):
     return base
 
 
-def ratio_order(names):
-    """Comparisons in generate.COMPARISONS order, then others sorted."""
-    known = [f"{a}/{b}" for a, b, _ in M.COMPARISONS]
+def ratio_order(run, names):
+    """Comparisons in the run's order, then others sorted."""
+    known = [f"{a}/{b}" for a, b, _ in run["comparisons"]]
     return ([n for n in known if n in names]
             + sorted(n for n in names if n not in known))
 
@@ -137,12 +162,18 @@ def check(run_dir, baseline_path, threshold):
                          f"'{wl_run}': not comparable")
     if threshold is None:
         threshold = float(base.get("threshold_pct", DEFAULT_THRESHOLD))
-    now = M.tracked_ratios(run)
+    # a baseline without "metric" (format 1) tracks throughput
+    metric = base.get("metric") or "bw_bytes"
+    if metric.startswith("cpu") and not run["has_cpu"]:
+        raise UsageError(f"the baseline tracks {metric}, and {run_dir} "
+                         "recorded no CPU time: not comparable")
+    higher = M.metric_better(run, metric) == "higher"
+    now = M.tracked_ratios(run, metric)
     rows, regressions, errors, undecidable = [], [], [], []
-    for name in ratio_order(base["ratios"]):
+    for name in ratio_order(run, base["ratios"]):
         for phase, e in base["ratios"][name].items():
             b = e["samples"]
-            bmed = L.summary(b)["median"]
+            bmed = L.ratio_of_samples(b)["value"]
             v = now.get(name, {}).get(phase)
             if v is None:
                 why = (f"ratio {name} is not computed by this check"
@@ -160,9 +191,11 @@ def check(run_dir, baseline_path, threshold):
                                  f"DATA ERROR: {v}"))
                 continue
             samples = v[1]
-            sc = L.significant_change(samples, b, threshold)
-            nmed = L.summary(samples)["median"]
-            if sc["significant"] and sc["change_pct"] < 0:
+            nmed = L.ratio_of_samples(samples)["value"]
+            sc = L.significant_change(samples, b, threshold,
+                                      change=100.0 * (nmed / bmed - 1.0))
+            worse = sc["change_pct"] < 0 if higher else sc["change_pct"] > 0
+            if sc["significant"] and worse:
                 verdict = "REGRESSION"
                 regressions.append(f"{name} {phase}")
             elif sc["significant"]:
@@ -177,8 +210,8 @@ def check(run_dir, baseline_path, threshold):
                 verdict = "ok"
             rows.append((name, phase, bmed, nmed, sc["change_pct"], sc["p"],
                          sc["separated"], verdict))
-    print_table(rows, threshold, base, run)
-    untracked = [f"{n} {p}" for n in ratio_order(now)
+    print_table(rows, threshold, base, run, metric, higher)
+    untracked = [f"{n} {p}" for n in ratio_order(run, now)
                  for p, v in now[n].items()
                  if not isinstance(v, str) and p not in
                  base["ratios"].get(n, {})]
@@ -219,14 +252,15 @@ def _f(x, spec):
     return format(x, spec)
 
 
-def print_table(rows, threshold, base, run):
+def print_table(rows, threshold, base, run, metric, higher):
     """The per-ratio table: baseline, now, change, p, verdict."""
     cf = base.get("created_from") or {}
     print(f"check: run {run['dir']} ({run['meta'].get('date', '?')}) "
           f"against baseline from {cf.get('date', '?')} "
           f"(series {cf.get('kernel_series_hash', '?')})")
-    print(f"check: regression = median ratio down > {threshold:g}% AND "
-          "Mann-Whitney p < 0.05 AND ranges separate")
+    print(f"check: metric {metric}; ratio = geometric mean of per-rep "
+          f"ratios; regression = ratio {'down' if higher else 'up'} by "
+          f"≥ {threshold:g}% AND Mann-Whitney p < 0.05 AND ranges separate")
     head = ("ratio", "phase", "baseline", "now", "change", "p (MW)",
             "separate", "verdict")
     table = [head] + [
@@ -241,14 +275,18 @@ def print_table(rows, threshold, base, run):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        description="Regression check of the per-rep throughput ratios of "
-                    "a run against a baseline (exit 0 pass, 1 regression, "
-                    "2 usage or data error).",
+        description="Regression check of the per-rep ratios of a run "
+                    "against a baseline (exit 0 pass, 1 regression, 2 usage "
+                    "or data error, 3 not conclusive).",
         usage="%(prog)s RUN_DIR BASELINE_JSON [--threshold PCT]\n"
               "       %(prog)s --make-baseline RUN_DIR OUT_JSON "
               "[--threshold PCT]")
     ap.add_argument("--make-baseline", action="store_true",
                     help="write a baseline from RUN_DIR to OUT_JSON")
+    ap.add_argument("--metric", default="bw_bytes",
+                    choices=("bw_bytes", "cpu_per_mib", "cpu_per_op"),
+                    help="with --make-baseline: the per-rep metric whose "
+                         "ratios the baseline tracks (default %(default)s)")
     ap.add_argument("--threshold", type=float, default=None, metavar="PCT",
                     help="minimum drop, in %%, that can fail (default: the "
                          f"baseline's, else {DEFAULT_THRESHOLD:g})")
@@ -261,7 +299,7 @@ def main(argv=None):
         if args.make_baseline:
             t = (args.threshold if args.threshold is not None
                  else DEFAULT_THRESHOLD)
-            return make_baseline(args.run_dir, args.other, t)
+            return make_baseline(args.run_dir, args.other, t, args.metric)
         return check(args.run_dir, args.other, args.threshold)
     except (UsageError, M.RunError) as e:
         print(f"check: error: {e}", file=sys.stderr)

@@ -3,9 +3,10 @@
     /usr/bin/python3 -m reports.collect VM_DIR JOB_DIR RUN_DIR
 
 VM_DIR is the runner's output (results/bench/... from the guest, run.info),
-JOB_DIR the job that was run (workload files, bench.env). RUN_DIR gets
-meta.json, raw/ and profiles/ (reports.runmodel.collect; the format is
-described in reports/README.md).
+JOB_DIR the job that was run (bench.env, the arm files and the workload's
+files it shipped). RUN_DIR gets meta.json (with the run's own spec: arms,
+comparisons, goals, metrics, kernel), raw/, profiles/ and cpu.tsv
+(reports.runmodel.collect; the format is described in reports/README.md).
 """
 import sys
 

@@ -7,8 +7,6 @@ value or NaN).
 import math
 
 
-
-
 def isnum(x):
     return isinstance(x, (int, float)) and not (isinstance(x, float)
                                                 and math.isnan(x))
@@ -19,6 +17,11 @@ MIB = 1024.0 * 1024.0
 
 def _g3(v):
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def _sig3(v):
+    """About 3 significant digits, small values too: 0.0123, 1.23, 123."""
+    return _g3(v) if v >= 1 else f"{v:.3g}"
 
 
 def fmt_ns(ns):
@@ -43,6 +46,16 @@ def fmt_count(x):
 
 def fmt_mib(b):
     return "n/a" if not isnum(b) else f"{b / MIB:.2f}"
+
+
+def fmt_cpu_ms_per_mib(x):
+    """CPU seconds per MiB as CPU milliseconds per MiB."""
+    return "n/a" if not isnum(x) else _sig3(x * 1e3)
+
+
+def fmt_cpu_us_per_op(x):
+    """CPU seconds per I/O as CPU microseconds per I/O."""
+    return "n/a" if not isnum(x) else _sig3(x * 1e6)
 
 
 def fmt_pct(x, sign=True):

@@ -4,8 +4,8 @@
 
 Reads the run through reports.runmodel; writes to OUT_DIR: index.html,
 summary.md, results.json, PNG plots, and copies of raw/, profiles/,
-meta.json and scaling.json, so every number in the report traces back to
-a raw fio file. The pieces: reports.analysis (numbers), reports.plots
+meta.json, scaling.json and cpu.tsv, so every number in the report traces
+back to a raw file. The pieces: reports.analysis (numbers), reports.plots
 (PNG and SVG), reports.render (Markdown and HTML); reports/README.md
 describes the formats and the rules.
 
@@ -39,7 +39,8 @@ def jsonable(x):
 
 
 def copy_sources(run_dir, out_dir):
-    """Copy raw/, profiles/, meta.json, scaling.json, console.log here."""
+    """Copy raw/, profiles/, meta.json, scaling.json, console.log and
+    cpu.tsv here."""
     if os.path.realpath(run_dir) == os.path.realpath(out_dir):
         return
     for name in ("raw", "profiles"):
@@ -50,7 +51,7 @@ def copy_sources(run_dir, out_dir):
             elif os.path.isdir(dst):
                 shutil.rmtree(dst)
             shutil.copytree(src, dst)
-    for name in ("meta.json", "scaling.json", "console.log"):
+    for name in ("meta.json", "scaling.json", "console.log", "cpu.tsv"):
         src = os.path.join(run_dir, name)
         if os.path.isfile(src):
             shutil.copyfile(src, os.path.join(out_dir, name))

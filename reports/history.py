@@ -11,11 +11,20 @@ clone's build outputs, so that `make clean` and a fresh clone keep it. A
 directory inside a build/ output of the clone is refused.
 
 Per run (table runs): the run directory's name, workload, date, accel,
-kernel release, kernel series hash, kernel config hash, reps, injected
-delay, and the report's directory. Per tracked ratio and phase (table
-ratios): the ratio of medians with its 95% bootstrap CI (none when the reps
-cannot support one: reports.labstats.ci_supported), n, and the per-rep
-ratios. Appending a run again replaces its rows.
+kernel release, kernel series hash, commit of the kernel tree, kernel
+config hash, lab commit, reps, injected delay, and the report's directory.
+Per metric, tracked ratio and phase (table ratios): the ratio with its 95%
+bootstrap CI from reports.labstats.ratio_of_samples() (geometric mean of
+the per-rep ratios, the report's and the check's definition; no CI when
+the reps cannot support one), n, the per-rep ratios and the place of the
+comparison and phase in the run's own order. Metrics: bw_bytes
+(throughput) always, cpu_per_mib (CPU cost per MiB) when the run recorded
+CPU time. Appending a run again replaces its rows.
+
+A store of schema 1 (no metric column; values that were ratios of
+medians) is upgraded when opened: its rows become metric bw_bytes, and
+every value and CI is recomputed from the stored per-rep ratios with
+today's definition, so one trend never mixes two definitions.
 
 `plot` writes OUT_DIR/index.html: per tracked ratio and phase, the ratio
 over time (SVG, each point a link to its report, its CI as a whisker),
@@ -35,6 +44,24 @@ from reports import labstats as L
 from reports import runmodel as M
 from reports.analysis import DEFAULT_THRESHOLD
 
+SCHEMA_VERSION = 2
+RATIOS_TABLE = """
+CREATE TABLE IF NOT EXISTS ratios (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    metric TEXT NOT NULL DEFAULT 'bw_bytes',
+    ratio TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    ord INTEGER,
+    value REAL NOT NULL,
+    ci_lo REAL,
+    ci_hi REAL,
+    n_a INTEGER NOT NULL,
+    n_b INTEGER NOT NULL,
+    not_conclusive TEXT,
+    samples TEXT NOT NULL,
+    PRIMARY KEY (run_id, metric, ratio, phase)
+);
+"""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -47,22 +74,15 @@ CREATE TABLE IF NOT EXISTS runs (
     kernel_config_sha256 TEXT,
     reps INTEGER,
     injected_lookup_delay_us INTEGER,
-    report TEXT
+    report TEXT,
+    kernel_tree_head TEXT,
+    lab_commit TEXT
 );
-CREATE TABLE IF NOT EXISTS ratios (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    ratio TEXT NOT NULL,
-    phase TEXT NOT NULL,
-    value REAL NOT NULL,
-    ci_lo REAL,
-    ci_hi REAL,
-    n_a INTEGER NOT NULL,
-    n_b INTEGER NOT NULL,
-    not_conclusive TEXT,
-    samples TEXT NOT NULL,
-    PRIMARY KEY (run_id, ratio, phase)
-);
-"""
+""" + RATIOS_TABLE
+
+# The metrics the history records, with what the trend plots call them.
+METRIC_NAMES = {"bw_bytes": "throughput ratio",
+                "cpu_per_mib": "CPU cost per MiB ratio"}
 
 
 class HistoryError(Exception):
@@ -94,27 +114,74 @@ def connect(path=None):
     os.makedirs(d, exist_ok=True)
     db = sqlite3.connect(os.path.join(d, "history.sqlite"))
     db.execute("PRAGMA foreign_keys = ON")
+    upgrade(db)
     db.executescript(SCHEMA)
     return db
 
 
+def upgrade(db):
+    """Bring a schema-1 store to SCHEMA_VERSION (see the module text):
+    new columns of runs, the metric and ord columns of ratios (a new
+    primary key, so the table is rebuilt), every value and CI recomputed
+    from the stored samples by reports.labstats.ratio_of_samples()."""
+    tables = {r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "runs" not in tables or db.execute(
+            "PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return
+    cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    with db:
+        for col in ("kernel_tree_head", "lab_commit"):
+            if col not in cols:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
+        rcols = {r[1] for r in db.execute("PRAGMA table_info(ratios)")}
+        if "ratios" in tables and "metric" not in rcols:
+            db.execute("ALTER TABLE ratios RENAME TO ratios_v1")
+            db.executescript(RATIOS_TABLE)
+            old = db.execute("SELECT run_id, ratio, phase, n_a, n_b, "
+                             "samples FROM ratios_v1").fetchall()
+            for run_id, ratio, phase, n_a, n_b, samples in old:
+                r = L.ratio_of_samples(json.loads(samples))
+                db.execute(
+                    "INSERT INTO ratios (run_id, metric, ratio, phase, ord, "
+                    "value, ci_lo, ci_hi, n_a, n_b, not_conclusive, samples)"
+                    " VALUES (?, 'bw_bytes', ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, ratio, phase, r["value"],
+                     r["ci_lo"] if r["ci_supported"] else None,
+                     r["ci_hi"] if r["ci_supported"] else None, n_a, n_b,
+                     r["not_conclusive"], samples))
+            db.execute("DROP TABLE ratios_v1")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 def run_points(run):
-    """[(ratio, phase, value, lo, hi, n_a, n_b, not_conclusive, samples)]
-    of every tracked ratio the run measured (as in the report: ratio of
-    the medians, bootstrap CI, none with too few reps)."""
+    """[(metric, ratio, phase, ord, value, lo, hi, n_a, n_b,
+    not_conclusive, samples)] of every tracked ratio the run measured, as
+    the report computes it (reports.labstats.ratio_of_samples of the
+    per-rep ratios; no CI with too few reps); ord is the place of the
+    comparison and phase in the run's own order (1000 x comparison +
+    phase)."""
     out = []
-    for name, phases in M.tracked_ratios(run).items():
-        a, b = name.split("/")
-        for phase, v in phases.items():
-            if isinstance(v, str):
-                continue
-            xa = list(M.bw_by_rep(run, a, phase).values())
-            xb = list(M.bw_by_rep(run, b, phase).values())
-            value, lo, hi = L.bootstrap_ratio_ci(xa, xb)
-            if not L.ci_supported(len(xa), len(xb)):
-                lo = hi = None
-            out.append((name, phase, value, lo, hi, len(xa), len(xb),
-                        L.conclusive_n(len(xa), len(xb)), v[1]))
+    metrics = [m for m in METRIC_NAMES
+               if not m.startswith("cpu") or run["has_cpu"]]
+    for metric in metrics:
+        for ci, (name, phases) in enumerate(
+                M.tracked_ratios(run, metric).items()):
+            a, b = name.split("/")
+            for pi, (phase, v) in enumerate(phases.items()):
+                ord_ = 1000 * ci + pi
+                if isinstance(v, str):
+                    continue
+                r = L.ratio_of_samples(v[1])
+                if not r["n"]:
+                    continue  # no usable sample (0 CPU ticks)
+                lo, hi = ((r["ci_lo"], r["ci_hi"]) if r["ci_supported"]
+                          else (None, None))
+                n_a = len(M.values_by_rep(run, a, phase, metric))
+                n_b = len(M.values_by_rep(run, b, phase, metric))
+                out.append((metric, name, phase, ord_, r["value"], lo, hi,
+                            n_a, n_b, r["not_conclusive"], v[1]))
     return out
 
 
@@ -123,6 +190,7 @@ def append(run_dir, report_dir=None, path=None):
     run = M.load_run(run_dir)
     meta = run["meta"]
     info = meta.get("run_info") or {}
+    k = run["kernel"] or {}
     name = os.path.basename(os.path.normpath(run_dir))
     points = run_points(run)
     with connect(path) as db:
@@ -130,25 +198,28 @@ def append(run_dir, report_dir=None, path=None):
         cur = db.execute(
             "INSERT INTO runs (run, workload, date, accel, kernel_release, "
             "kernel_series_hash, kernel_config_sha256, reps, "
-            "injected_lookup_delay_us, report) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "injected_lookup_delay_us, report, kernel_tree_head, "
+            "lab_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (name, meta.get("workload", "?"), meta.get("date") or "",
-             info.get("accel"), info.get("kernel_release"),
-             info.get("kernel_series_hash"),
-             info.get("kernel_config_sha256"), meta.get("reps"),
+             info.get("accel"), k.get("release"), k.get("series_hash"),
+             k.get("config_sha256"), meta.get("reps"),
              int(meta.get("injected_lookup_delay_us") or 0),
-             os.path.abspath(report_dir) if report_dir else None))
+             os.path.abspath(report_dir) if report_dir else None,
+             k.get("tree_head"), k.get("lab_commit")))
         rid = cur.lastrowid
         db.executemany(
-            "INSERT INTO ratios VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(rid, r, p, v, lo, hi, na, nb, nc, json.dumps(s))
-             for r, p, v, lo, hi, na, nb, nc, s in points])
+            "INSERT INTO ratios (run_id, metric, ratio, phase, ord, value, "
+            "ci_lo, ci_hi, n_a, n_b, not_conclusive, samples) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(rid, m, r, p, o, v, lo, hi, na, nb, nc, json.dumps(s))
+             for m, r, p, o, v, lo, hi, na, nb, nc, s in points])
     db.close()
     return len(points)
 
 
 def series(workload, path=None):
-    """{(ratio, phase): [point dict, ...]} of a workload, oldest first."""
+    """{(metric, ratio, phase): [point dict, ...]} of a workload, oldest
+    first."""
     db = connect(path)
     db.row_factory = sqlite3.Row
     rows = db.execute(
@@ -160,7 +231,7 @@ def series(workload, path=None):
     for r in rows:
         d = dict(r)
         d["samples"] = json.loads(d["samples"])
-        out.setdefault((d["ratio"], d["phase"]), []).append(d)
+        out.setdefault((d["metric"], d["ratio"], d["phase"]), []).append(d)
     return out
 
 
@@ -183,7 +254,7 @@ def plot_ratio(key, points, base, threshold, out_dir, fname):
     import matplotlib.pyplot as plt
     # text as text (searchable, small), no creation date (reproducible)
     matplotlib.rcParams["svg.fonttype"] = "none"
-    name, phase = key
+    metric, name, phase = key
     fig, ax = plt.subplots(figsize=(9, 3.6))
     links = {}
     for i, p in enumerate(points):
@@ -204,13 +275,15 @@ def plot_ratio(key, points, base, threshold, out_dir, fname):
             links[f"lab-point-{i}"] = url
     if base is not None:
         ax.axhline(base, color="gray", lw=1, label=f"baseline {base:.4f}")
-        ax.axhline(base * (1 - threshold / 100), color="#d62728", ls="--",
-                   lw=1, label=f"regression threshold (-{threshold:g}%)")
+        worse = -1 if metric == "bw_bytes" else 1
+        ax.axhline(base * (1 + worse * threshold / 100), color="#d62728",
+                   ls="--", lw=1, label="regression threshold "
+                   f"({'-' if worse < 0 else '+'}{threshold:g}%)")
         ax.legend(fontsize=7, loc="best")
-    ax.set_title(f"{name} {phase}: throughput ratio per run (95% CI "
-                 "whiskers; x = not conclusive, no CI; red = injected "
-                 "slowdown)", fontsize=9)
-    ax.set_ylabel("ratio of medians")
+    ax.set_title(f"{name} {phase}: {METRIC_NAMES.get(metric, metric)} per "
+                 "run (95% CI whiskers; x = not conclusive, no CI; red = "
+                 "injected slowdown)", fontsize=9)
+    ax.set_ylabel("geometric mean of per-rep ratios")
     ax.grid(alpha=0.3)
     fig.autofmt_xdate()
     fig.tight_layout()
@@ -259,18 +332,28 @@ def plot(workload, out_dir, baseline=None, path=None):
         with open(baseline, encoding="utf-8") as f:
             b = json.load(f)
         threshold = float(b.get("threshold_pct", DEFAULT_THRESHOLD))
+        metric = b.get("metric") or "bw_bytes"
         for name, phases in (b.get("ratios") or {}).items():
             for phase, e in phases.items():
-                base[(name, phase)] = L.summary(e["samples"])["median"]
+                base[(metric, name, phase)] = L.ratio_of_samples(
+                    e["samples"])["value"]
     os.makedirs(out_dir, exist_ok=True)
-    order = [f"{a}/{b}" for a, b, _ in M.COMPARISONS]
-    keys = sorted(data, key=lambda k: (order.index(k[0]) if k[0] in order
-                                       else len(order), k))
+    # in the order the runs recorded (throughput first, then the
+    # comparisons as their runs ordered them), never the working tree's
+    morder = list(METRIC_NAMES)
+
+    def place(k):
+        ords = [p["ord"] for p in data[k] if p["ord"] is not None]
+        return (morder.index(k[0]) if k[0] in morder else len(morder),
+                min(ords) if ords else len(data), k)
+    keys = sorted(data, key=place)
     esc = html.escape
     body = [f"<h1>History of workload {esc(workload)}</h1>",
             f"<p>Store: <code>{esc(store_dir(path))}/history.sqlite</code>"
             f"; {len({p['run'] for v in data.values() for p in v})} run(s). "
-            "Each point is one run (click it for its report); whiskers are "
+            "Each point is one run (click it for its report): the "
+            "geometric mean of its per-rep ratios (the report's and the "
+            "check's definition); whiskers are "
             "95% bootstrap CIs; runs with too few reps for a CI are drawn "
             "as x without whiskers. Baseline: "
             + (f"<code>{esc(os.path.basename(baseline))}</code>, threshold "
@@ -282,7 +365,8 @@ def plot(workload, out_dir, baseline=None, path=None):
         pts = data[key]
         fname = plot_ratio(key, pts, base.get(key), threshold, out_dir,
                            f"trend-{i}.svg")
-        body.append(f"<h2>{esc(key[0])} {esc(key[1])}</h2>")
+        body.append(f"<h2>{esc(key[1])} {esc(key[2])}: "
+                    f"{esc(METRIC_NAMES.get(key[0], key[0]))}</h2>")
         # inline SVG: its points are links (an <img> would not follow them)
         with open(os.path.join(out_dir, fname), encoding="utf-8") as f:
             svg = f.read()
@@ -301,7 +385,9 @@ def plot(workload, out_dir, baseline=None, path=None):
                 + f"</td><td>{_fmt(p['value'])}</td><td>{esc(ci)}</td>"
                 f"<td>{p['n_a']} vs {p['n_b']}</td>"
                 f"<td>{esc(p['accel'] or '?')}</td>"
-                f"<td><code>{esc(p['kernel_series_hash'] or '?')}</code></td>"
+                f"<td><code>{esc(p['kernel_series_hash'] or '?')}</code>"
+                + (f" <code>{esc(p['kernel_tree_head'][:12])}</code>"
+                   if p.get("kernel_tree_head") else "") + "</td>"
                 f"<td><code>{esc(p['kernel_config_sha256'] or '?')}</code>"
                 "</td><td>" + (f"{p['injected_lookup_delay_us']} µs"
                                if p["injected_lookup_delay_us"] else "-")
@@ -348,9 +434,9 @@ def main(argv=None):
             print(f"history: {n} trend plot(s) in {args.out_dir}/index.html")
         else:
             db = connect(args.dir)
-            q = ("SELECT runs.date, runs.run, runs.workload, ratio, phase, "
-                 "value, ci_lo, ci_hi, not_conclusive FROM ratios JOIN runs "
-                 "ON runs.id = run_id")
+            q = ("SELECT runs.date, runs.run, runs.workload, metric, ratio, "
+                 "phase, value, ci_lo, ci_hi, not_conclusive FROM ratios "
+                 "JOIN runs ON runs.id = run_id")
             rows = (db.execute(q + " WHERE workload = ? ORDER BY date",
                                (args.workload,)) if args.workload
                     else db.execute(q + " ORDER BY date"))

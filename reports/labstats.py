@@ -52,29 +52,116 @@ def summary(samples):
     }
 
 
-def bootstrap_ratio_ci(a, b, stat=np.median, n_boot=10000, alpha=ALPHA,
-                       seed=SEED):
-    """Ratio stat(a)/stat(b) with a percentile-bootstrap (1-alpha) CI.
+def ratio(a_by_rep, b_by_rep, n_boot=10000, alpha=ALPHA, seed=SEED):
+    """THE ratio of arm A over arm B in one run, with its CI: the one
+    definition used by the report, the baseline, the check and the history
+    (for every per-rep metric: throughput, CPU cost per MiB, ...).
 
-    a and b are resampled independently (with replacement, same size as the
-    original), n_boot times, from one default_rng(seed); the CI is the
-    alpha/2 and 1-alpha/2 percentiles of the n_boot resampled ratios.
-    stat must be a numpy reduction accepting axis= (np.median, np.mean).
-    Returns (ratio, lo, hi); all nan if either sample is empty.
+    a_by_rep, b_by_rep: {rep number: value} of one metric and phase.
+
+    Definition (per-rep pairing): rep N of A is paired with rep N of B,
+    and r_N = A[N] / B[N] is the rep's ratio (reps present in both, with
+    B != 0). The ratio is the geometric mean of the r_N, exp(mean(log r)),
+    and its (1 - alpha) CI is a percentile bootstrap of that geometric mean
+    over reps: the pairs are resampled with replacement, n_boot draws from
+    one default_rng(seed). Returns ratio_of_samples() of the r_N plus
+    "reps" (the paired rep numbers, sorted) and "samples" (their r_N).
+
+    Why pairing and not the ratio of medians with a bootstrap that
+    resamples each arm on its own (what the report used until run format
+    3): the runner interleaves the arms (A B C A B C ...), so rep N of A
+    and rep N of B run back to back on the same boot, the same host load
+    and the same state of the host's caches. What drifts during a run (other
+    VMs on the 2 cores, a host under a kernel build) moves both values of a
+    pair together and cancels in A[N] / B[N]; a ratio of medians drops that
+    pairing, and its independent bootstrap counts the drift as noise of
+    each arm, twice. Per-rep ratios are also what the regression check
+    tests (Mann-Whitney between a baseline's per-rep ratios and a run's)
+    and what a baseline stores, so one definition on the same samples
+    serves the report, the baseline, the check and the history, and their
+    numbers agree (before, the report's ratio of medians and the check's
+    median of per-rep ratios were two numbers for one comparison).
+
+    Why the geometric mean and not the median of the r_N: with the lab's
+    5 reps, a bootstrap resample's median is the smallest r_N with
+    probability median_at_extreme(5) = 0.058, above alpha / 2 = 0.025, so
+    the CI's lower bound would just be the worst rep (the median of pairs
+    needs 6 reps for a 95% CI; an exact sign-test interval too, 2 / 2^5 =
+    0.0625). A resample's mean is the smallest r_N only when every draw
+    picks it, n^-n: 0.037 for 3, 0.0039 for 4, so the same 4 reps as
+    before carry a CI (paired_ci_supported). The geometric mean is the
+    mean of log-ratios, so A/B and B/A are exact reciprocals and a rep
+    twice as fast weighs as much as one half as fast. It gives a single
+    outlying rep its weight instead of ignoring it, which widens the CI
+    rather than hiding the rep.
+
+    Not covered here: latency percentiles are pooled over the reps' bins
+    (bootstrap_percentile_ratio_ci), a statistic of all I/Os, not of reps.
     """
-    a = np.asarray(list(a), dtype=float)
-    b = np.asarray(list(b), dtype=float)
-    if a.size == 0 or b.size == 0:
-        nan = float("nan")
-        return nan, nan, nan
-    ratio = float(stat(a) / stat(b))
-    rng = np.random.default_rng(seed)
-    ia = rng.integers(0, a.size, size=(n_boot, a.size))
-    ib = rng.integers(0, b.size, size=(n_boot, b.size))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = stat(a[ia], axis=1) / stat(b[ib], axis=1)
-    lo, hi = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return ratio, float(lo), float(hi)
+    reps, samples = paired_ratios(a_by_rep, b_by_rep)
+    out = ratio_of_samples(samples, n_boot=n_boot, alpha=alpha, seed=seed)
+    out["reps"] = [r for r, x in zip(reps, samples)
+                   if math.isfinite(x) and x > 0]
+    return out
+
+
+def ratio_of_samples(samples, n_boot=10000, alpha=ALPHA, seed=SEED):
+    """The ratio (see ratio()) of given per-rep ratios, e.g. a baseline's.
+
+    Returns {"value", "ci_lo", "ci_hi", "n", "samples", "dropped",
+    "ci_supported", "not_conclusive"}: value = geometric mean of the
+    samples; the CI as in ratio(), nan when paired_ci_supported(n) is false
+    (too few reps: not_conclusive then says "not conclusive (n = N)").
+    Samples that are not finite and positive (a rep that counted 0 CPU
+    ticks) have no logarithm: they are left out and listed in "dropped".
+    All nan with no usable sample.
+    """
+    samples = [float(x) for x in samples]
+    good = [x for x in samples if math.isfinite(x) and x > 0]
+    dropped = [x for x in samples if not (math.isfinite(x) and x > 0)]
+    n = len(good)
+    nan = float("nan")
+    out = {"value": nan, "ci_lo": nan, "ci_hi": nan, "n": n,
+           "samples": good, "dropped": dropped,
+           "ci_supported": paired_ci_supported(n, alpha),
+           "not_conclusive": paired_conclusive_n(n, alpha)}
+    if n == 0:
+        return out
+    logs = np.log(np.asarray(good))
+    out["value"] = float(np.exp(np.mean(logs)))
+    if out["ci_supported"]:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(n_boot, n))
+        boot = np.exp(np.mean(logs[idx], axis=1))
+        lo, hi = np.percentile(boot, [100 * alpha / 2,
+                                      100 * (1 - alpha / 2)])
+        out["ci_lo"], out["ci_hi"] = float(lo), float(hi)
+    return out
+
+
+def mean_at_extreme(n):
+    """Probability that a bootstrap resample of n distinct values is the
+    smallest value n times (its mean then is the minimum): n^-n.
+    1 for n = 1, 0.25 for 2, 0.037 for 3, 0.0039 for 4."""
+    return 1.0 if n < 1 else float(n) ** -n
+
+
+def paired_ci_supported(n, alpha=ALPHA):
+    """True when n paired reps carry a (1 - alpha) bootstrap CI of the
+    ratio (the geometric mean of per-rep ratios, see ratio()): the mass
+    the resampling puts on the most extreme resample, mean_at_extreme(n),
+    must be below alpha / 2, or the bound is that rep, not an estimate.
+    4 reps (3: 0.037)."""
+    return n >= 2 and mean_at_extreme(n) < alpha / 2
+
+
+def paired_conclusive_n(n, alpha=ALPHA):
+    """None when n paired reps support both the ratio's CI and a
+    Mann-Whitney test of n against n values; else "not conclusive
+    (n = N)"."""
+    if paired_ci_supported(n, alpha) and can_reach_significance(n, n, alpha):
+        return None
+    return f"not conclusive (n = {n})"
 
 
 def mann_whitney(a, b):
@@ -127,7 +214,9 @@ def median_at_extreme(n):
 
 def ci_supported(n_a, n_b, alpha=ALPHA):
     """True when n_a vs n_b reps can carry a (1 - alpha) bootstrap CI of a
-    ratio of medians (or of any statistic that resamples whole reps).
+    statistic that resamples each arm's whole reps on its own (the ratio of
+    latency percentiles of bins merged over reps; a ratio of medians). The
+    ratio of per-rep metrics pairs reps instead: paired_ci_supported().
 
     The lower bound of a percentile bootstrap is only an estimate when the
     resampling distribution puts less than alpha/2 on its extreme point;
@@ -204,17 +293,19 @@ def change_pct(a, b):
     return (float(np.median(a)) - mb) / mb * 100.0
 
 
-def significant_change(a, b, threshold_pct, alpha=ALPHA):
+def significant_change(a, b, threshold_pct, alpha=ALPHA, change=None):
     """Decide whether a differs from b (the reference), LKP style.
 
     significant = MW p < alpha AND ranges separate AND
                   |change_pct| >= threshold_pct.
+    change: the change in percent when the caller has it from ratio()
+    (100 x (ratio - 1)); else the median-based change_pct(a, b).
     Returns dict(change_pct, p, separated, significant, can_reach) where
     can_reach is False when the sample sizes cannot give p < alpha at all.
     """
     a = list(a)
     b = list(b)
-    ch = change_pct(a, b)
+    ch = change_pct(a, b) if change is None else float(change)
     p = mann_whitney(a, b)
     sep = ranges_separate(a, b)
     sig = (p < alpha and sep and not math.isnan(ch)

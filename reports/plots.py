@@ -10,18 +10,18 @@ import textwrap
 
 from reports import flame as F
 from reports.fmt import MIB, fmt_count, fmt_ns
-from reports.runmodel import (
-    COMPARISONS, KNOWN_ARMS, MAIN_A, MAIN_B, arm_order, phase_direction)
+from reports.runmodel import arm_order, phase_direction
 from reports.profiles import MEMORY_CACHES, hist_total
-from reports.analysis import (
-    GOAL_BW_RATIO, GOAL_P99_RATIO, PERCENTILES, pct_name)
+from reports.analysis import PERCENTILES, pct_name
 
 
-def arm_colors(arms):
-    """A fixed color per arm (tab10 in KNOWN_ARMS order)."""
+def arm_colors(run):
+    """A fixed color per arm (tab10 in the order of the run's arm
+    definitions, all of them, so that an arm keeps its color whichever
+    arms ran)."""
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
-    names = arm_order(set(KNOWN_ARMS) | set(arms))
+    names = arm_order(run, set(run["arm_order"]) | set(run["arms"]))
     return {a: palette[i % len(palette)] for i, a in enumerate(names)}
 
 
@@ -107,6 +107,48 @@ def plot_throughput(run, res, out_dir, colors):
     return _save(fig, out_dir, "throughput.png")
 
 
+def plot_cpu(run, res, out_dir, colors):
+    """CPU cost per MiB: median bars, min-max whiskers, one dot per rep;
+    per phase panel. None when the run recorded no CPU time."""
+    if not run["has_cpu"]:
+        return None
+    plt = _plt()
+    arms = list(run["arms"])
+    phases = run["phases"]
+    fig, axlist = _phase_grid(plt, len(phases), 4)
+    for ax, phase in zip(axlist, phases):
+        for i, arm in enumerate(arms):
+            ph = (res["arms"][arm].get("phases") or {}).get(phase)
+            if arm not in run["measured"] or not ph or \
+                    not ph["cpu_per_mib"]["n"]:
+                ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
+                        else "no CPU data", rotation=90, ha="center",
+                        va="bottom", fontsize=9, color="gray",
+                        transform=ax.get_xaxis_transform())
+                continue
+            s = ph["cpu_per_mib"]
+            med = s["median"] * 1e3
+            ax.bar(i, med, color=colors[arm], alpha=0.75)
+            ax.errorbar(i, med, yerr=[[med - s["min"] * 1e3],
+                                      [s["max"] * 1e3 - med]],
+                        color="black", capsize=4, lw=1)
+            vals = [d["cpu_per_mib"] * 1e3 for d in ph["reps"].values()
+                    if d.get("cpu_per_mib") is not None]
+            ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
+                    alpha=0.6)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_title(f"{phase} ({phase_direction(run, phase)})")
+        ax.set_ylabel("CPU ms per MiB")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("CPU cost per MiB (guest /proc/stat, all CPUs; lower is "
+                 "cheaper): bar = median, whiskers = min-max, dots = reps",
+                 fontsize=10)
+    return _save(fig, out_dir, "cpu.png")
+
+
 def plot_latency(run, res, out_dir, colors):
     """p50/p99/p99.9 of merged bins per arm, log scale, per phase."""
     plt = _plt()
@@ -143,26 +185,31 @@ def plot_latency(run, res, out_dir, colors):
     return _save(fig, out_dir, "latency.png")
 
 
-def against_main_reference():
-    """The comparisons against the main comparison's reference arm (MAIN_B),
-    the main one first: (A, B) pairs in COMPARISONS order."""
-    return [(a, b) for a, b, _ in COMPARISONS if b == MAIN_B]
+def against_main_reference(run):
+    """The comparisons against the main comparison's reference arm, the
+    main one first: (A, B) pairs in the run's comparison order."""
+    if not run["main"]:
+        return []
+    return [(a, b) for a, b, _ in run["comparisons"] if b == run["main"][1]]
 
 
 def plot_main_ratio(run, res, out_dir, colors):
-    """Throughput and p99 ratios with 95% CIs of every arm compared with
-    the main reference arm (btrfs-extent/btrfs-inode, the main one, and
-    e.g. btrfs-extent-key/btrfs-inode), side by side per phase."""
-    pairs = against_main_reference()
+    """CPU cost per MiB (when recorded), throughput and p99 ratios with
+    95% CIs of every arm compared with the main reference arm
+    (btrfs-extent/btrfs-inode, the main one, and e.g.
+    btrfs-extent-key/btrfs-inode), side by side per phase."""
+    pairs = against_main_reference(run)
+    main_a, main_b = run["main"] or ("?", "?")
+    goals = run["goals"]
     comps = [c for c in res["comparisons"]
              if (c["a"], c["b"]) in pairs and c["status"] == "measured"]
     plt = _plt()
     if not comps:
         # the plot still exists, and says why it has no points
         reason = next((c["reason"] for c in res["comparisons"]
-                       if (c["a"], c["b"]) == (MAIN_A, MAIN_B)), "no data")
+                       if (c["a"], c["b"]) == (main_a, main_b)), "no data")
         return _text_figure(out_dir, "ratio_extent_inode.png",
-                            f"{MAIN_A} / {MAIN_B} ratio with 95% bootstrap "
+                            f"{main_a} / {main_b} ratio with 95% bootstrap "
                             "CI: not measured", reason.replace("; ", "\n"))
     phases = [p for p in run["phases"] if any(c["phase"] == p
                                               for c in comps)]
@@ -170,25 +217,33 @@ def plot_main_ratio(run, res, out_dir, colors):
              if any((c["a"], c["b"]) == (a, b) for c in comps)]
     width = 0.7 / max(1, len(shown))
     no_ci = False
-    fig, axes = plt.subplots(1, 2, figsize=(max(10, 2.2 * len(phases) + 4),
-                                            4.2))
-    for ax, key, goal, title in (
-            (axes[0], None, GOAL_BW_RATIO, "throughput ratio (median)"),
-            (axes[1], "p99", GOAL_P99_RATIO, "p99 latency ratio (merged)")):
+    panels = [("bw", goals.get("bw_min"), "≥",
+               "throughput ratio (geometric mean of per-rep ratios)"),
+              ("p99", goals.get("p99_max"), "≤",
+               "p99 latency ratio (bins merged over reps)")]
+    if any(c.get("cpu") for c in comps):
+        decides = goals.get("decide") == "cpu_per_mib"
+        panels.insert(0, ("cpu", goals.get("cpu_per_mib_max"), "≤",
+                          "CPU cost per MiB ratio"
+                          + (" (decides the verdict)" if decides else "")))
+    fig, axes = plt.subplots(1, len(panels), figsize=(
+        max(5 * len(panels), 1.1 * len(panels) * len(phases) + 4), 4.2),
+        squeeze=False)
+    for ax, (key, goal, sign, title) in zip(axes[0], panels):
         for j, (a, b) in enumerate(shown):
             first = True
             for c in comps:
                 if (c["a"], c["b"]) != (a, b):
                     continue
-                r = c["bw"] if key is None else c["latency"][key]
-                if math.isnan(r["ratio"]):
+                r = (c["latency"]["p99"] if key == "p99" else c[key])
+                if r is None or r["ratio"] is None or math.isnan(r["ratio"]):
                     continue
                 x = phases.index(c["phase"]) + (j - (len(shown) - 1) / 2) \
                     * width
                 lo, hi = r["ci_lo"], r["ci_hi"]
                 yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
                         if not math.isnan(lo) else None)
-                main = (a, b) == (MAIN_A, MAIN_B)
+                main = (a, b) == (main_a, main_b)
                 ax.errorbar(x, r["ratio"], yerr=yerr,
                             fmt="o" if yerr else "x", capsize=6,
                             color=colors.get(a),
@@ -200,9 +255,10 @@ def plot_main_ratio(run, res, out_dir, colors):
                             textcoords="offset points", xytext=(6, 0),
                             fontsize=7)
         ax.axhline(1.0, color="gray", lw=1)
-        ax.axhline(goal, color="#d62728", ls="--", lw=1,
-                   label=f"goal of {MAIN_A}: {'≥' if key is None else '≤'} "
-                         f"{goal} (read phases)")
+        if goal is not None:
+            ax.axhline(goal, color="#d62728", ls="--", lw=1,
+                       label=f"goal of {main_a}: {sign} {goal}"
+                             + ("" if key == "cpu" else " (read phases)"))
         ax.set_xticks(range(len(phases)))
         ax.set_xticklabels(phases)
         ax.set_xlim(-0.5, len(phases) - 0.5)
@@ -211,8 +267,8 @@ def plot_main_ratio(run, res, out_dir, colors):
         ax.grid(axis="y", alpha=0.3)
     why = next((c["bw"]["not_conclusive"] for c in comps
                 if c["bw"]["not_conclusive"]), None) or "too few reps"
-    fig.suptitle(f"Against {MAIN_B}, with 95% bootstrap CI ({MAIN_A} / "
-                 f"{MAIN_B} is the main comparison)"
+    fig.suptitle(f"Against {main_b}, with 95% bootstrap CI ({main_a} / "
+                 f"{main_b} is the main comparison)"
                  + (f"; x: no CI, {why}" if no_ci else ""), fontsize=10)
     return _save(fig, out_dir, "ratio_extent_inode.png")
 
@@ -236,8 +292,9 @@ def plot_comparisons(res, out_dir):
     ax.set_yticklabels([f"{c['a']}/{c['b']} {c['phase']}" for c in comps],
                        fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("throughput ratio of medians, 95% bootstrap CI "
-                  "(red: significant change; x: no CI, too few reps)")
+    ax.set_xlabel("throughput ratio (geometric mean of per-rep ratios), "
+                  "95% bootstrap CI (red: significant change; x: no CI, "
+                  "too few reps)")
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, out_dir, "comparisons.png")
 
@@ -462,8 +519,9 @@ def plot_groupsweep(run, sweep, out_dir, colors):
                 color=colors.get(sw["a"]),
                 label=f"{sw['a']} / {sw['b']} ({sw['kind']})")
         ax.axhline(1.0, color="gray", lw=1)
-        ax.axhline(GOAL_BW_RATIO, color="#d62728", ls="--", lw=1,
-                   label=f"goal ≥ {GOAL_BW_RATIO}")
+        if run["goals"].get("bw_min") is not None:
+            ax.axhline(run["goals"]["bw_min"], color="#d62728", ls="--",
+                       lw=1, label=f"goal ≥ {run['goals']['bw_min']}")
         ax.set_ylabel(f"{sw['kind']} throughput ratio\n{sw['a']} / "
                       f"{sw['b']} (x: no CI, too few reps)")
         ax.set_title(f"{sw['kind']} throughput against extents per key",
@@ -593,17 +651,18 @@ def plot_memory(run, mem, out_dir, colors):
     return _save(fig, out_dir, "memory.png")
 
 
-def flame_pair(flames):
+def flame_pair(run, flames):
     """(target, base, is_main) for the differential flame graph: the main
     comparison when both arms were profiled, else the first comparison of
-    COMPARISONS whose arms both were, else the first two profiled arms in
+    the run whose arms both were, else the first two profiled arms in
     display order; None with fewer than two profiled arms."""
-    for a, b, _ in COMPARISONS:
+    for a, b, _ in run["comparisons"]:
         if a in flames and b in flames and flames[a]["busy_samples"] and \
                 flames[b]["busy_samples"]:
-            return a, b, (a, b) == (MAIN_A, MAIN_B)
+            return a, b, (a, b) == run["main"]
     # no comparison of the report has both arms: any two profiled arms
-    names = [a for a in arm_order(flames) if flames[a]["busy_samples"]]
+    names = [a for a in arm_order(run, flames)
+             if flames[a]["busy_samples"]]
     if len(names) >= 2:
         return names[0], names[1], False
     return None
@@ -638,13 +697,14 @@ def make_flames(run, prof, out_dir):
         out["arms"][arm] = {"svg": svg_rel, "folded": folded_rel,
                             "busy_samples": n, "idle_samples": idle,
                             "_busy": busy}
-    pair = flame_pair(out["arms"])
+    pair = flame_pair(run, out["arms"])
     if pair:
         a, b, main = pair
         ta, tb = out["arms"][a]["_busy"], out["arms"][b]["_busy"]
-        why = (f"{MAIN_A} and {MAIN_B} were not both profiled"
-               + (f"; {skipped_note(run, (MAIN_A, MAIN_B))}"
-                  if skipped_note(run, (MAIN_A, MAIN_B)) else ""))
+        ma, mb = run["main"] or ("?", "?")
+        why = (f"{ma} and {mb} were not both profiled"
+               + (f"; {skipped_note(run, (ma, mb))}"
+                  if skipped_note(run, (ma, mb)) else ""))
         label = (f"{a} against {b}" if main else
                  f"{a} against {b} (NOT the main comparison: {why})")
         rel = f"flame-diff-{a}-vs-{b}.svg"
@@ -662,10 +722,11 @@ def make_flames(run, prof, out_dir):
 
 
 def make_plots(run, res, out_dir):
-    colors = arm_colors(run["arms"])
+    colors = arm_colors(run)
     plots = {
         "throughput": plot_throughput(run, res, out_dir, colors),
         "latency": plot_latency(run, res, out_dir, colors),
+        "cpu": plot_cpu(run, res, out_dir, colors),
         "ratio": plot_main_ratio(run, res, out_dir, colors),
         "comparisons": plot_comparisons(res, out_dir),
         "order": plot_order(run, out_dir, colors),

@@ -174,8 +174,8 @@ def load_profiles(run):
     if not os.path.isdir(pdir):
         return None
     out = {}
-    for arm in arm_order(n for n in os.listdir(pdir)
-                         if os.path.isdir(os.path.join(pdir, n))):
+    for arm in arm_order(run, (n for n in os.listdir(pdir)
+                              if os.path.isdir(os.path.join(pdir, n)))):
         d = os.path.join(pdir, arm)
         entry = {"files": sorted(os.listdir(d))}
         try:

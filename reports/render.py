@@ -8,12 +8,11 @@ import json
 from reports import labstats as L
 from reports.doc import Doc
 from reports.fmt import (
-    fmt_ci_of, fmt_mib, fmt_ns, fmt_p, fmt_pct, fmt_ratio, rep_span)
-from reports.runmodel import (
-    ARM_SPECS, COMPARISONS, MAIN_A, MAIN_B, REFERENCE, arm_order,
-    phase_direction)
+    fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op, fmt_mib, fmt_ns, fmt_p,
+    fmt_pct, fmt_ratio, isnum, rep_span)
+from reports.runmodel import arm_order, phase_direction
 from reports.profiles import PROFILE_KINDS, profiled_extents
-from reports.analysis import GOAL_BW_RATIO, GOAL_P99_RATIO
+from reports.analysis import key_mode_of
 
 
 TIMING_NOTE = ("**Timings under TCG or icount are not hardware times.** "
@@ -42,26 +41,41 @@ def section_header(doc, run, res):
                  "measurement of the kernel.")
 
 
-def section_verdicts(doc, res):
+def section_verdicts(doc, run, res):
     doc.h(2, "Verdicts")
-    doc.p(f"Goals, {MAIN_A} ({arm_what(MAIN_A)}) against {MAIN_B} "
-          f"({arm_what(MAIN_B)}) on fragmented reads: throughput ratio "
-          f"≥ {GOAL_BW_RATIO}, "
-          f"p99 completion latency ratio ≤ {GOAL_P99_RATIO}. \"met\" "
-          "compares the point estimate (ratio of medians; p99 from bins "
-          "merged over reps) with the goal; the 95% CI is a percentile "
-          "bootstrap over reps. Reps needed for any verdict: "
-          f"{L.reps_needed_text()}. With fewer, the verdict says \"not "
-          "conclusive (n = N)\" and no CI is shown: with n reps, a "
-          "resampled median is the smallest rep with probability 1 (n = 1), "
-          "0.25 (2), 0.26 (3), 0.05 (4), so below 4 reps the bootstrap's "
-          "2.5% bound is just the most extreme rep pair, not an estimate.")
+    g = run["goals"]
+    if not run["main"]:
+        doc.ul(v["text"] for v in res["verdicts"])
+        return
+    a, b = run["main"]
+    by_cpu = any(v.get("basis") == "cpu_per_mib" for v in res["verdicts"])
+    old = any(v.get("basis") == "fallback" for v in res["verdicts"])
+    what = (f"Goals of {a} against {b} (see Arms), as this run recorded "
+            "them. ")
+    if by_cpu:
+        what += (f"**The verdict decides on CPU cost per MiB** (ratio ≤ "
+                 f"{g.get('cpu_per_mib_max')}): guest CPU time of all CPUs, "
+                 "kworkers included, per MiB fio moved, in every judged "
+                 "phase. Beside it, not deciding: throughput (≥ "
+                 f"{g.get('bw_min')}) and p99 latency (≤ {g.get('p99_max')}"
+                 "), goals stated for read phases. ")
+    if old:
+        what += ("Without CPU data the verdict falls back to the old "
+                 f"metric, labelled so: throughput ≥ {g.get('bw_min')} and "
+                 f"p99 latency ≤ {g.get('p99_max')} of the read phases. ")
+    doc.p(what + "\"met\" judges the point estimate: the geometric mean "
+          "of per-rep ratios, 95% bootstrap CI over the pairs (p99: bins "
+          "merged over reps; see Comparisons). With fewer than "
+          f"{L.reps_for_ci()} reps per arm a verdict says \"not conclusive "
+          "(n = N)\" and shows no CI: the bootstrap's 2.5% bound would just "
+          "be the most extreme rep.")
     doc.ul(v["text"] for v in res["verdicts"])
 
 
-def arm_what(arm):
-    """An arm's DESCRIPTION (bench/arms/<arm>.conf), or its name."""
-    return ARM_SPECS.get(arm, {}).get("DESCRIPTION") or arm
+def arm_what(run, arm):
+    """An arm's DESCRIPTION as the run recorded its definition, or its
+    name."""
+    return (run["spec"]["arms"].get(arm) or {}).get("DESCRIPTION") or arm
 
 
 def prep_text(meta):
@@ -92,16 +106,29 @@ def section_run(doc, run):
     meta = run["meta"]
     info = meta.get("run_info") or {}
     doc.h(2, "Run")
+    k = run["kernel"] or {}
     rows = [
         ("workload", meta.get("workload")),
         ("what it does", meta.get("description")),
+        ("analysis", run["analysis"]),
+        ("run format", run["format"]),
+        ("arm definitions", run["spec"].get("arms_source")),
         ("date", meta.get("date")),
         ("reps per arm", meta.get("reps")),
         ("how reps were made", prep_text(meta)),
         ("phases", ", ".join(run["phases"])),
-        ("kernel release", info.get("kernel_release")),
-        ("kernel series hash", info.get("kernel_series_hash")),
-        ("kernel config sha256", info.get("kernel_config_sha256")),
+        ("kernel release", k.get("release")),
+        ("linux source", k.get("linux_source")),
+        ("kernel series hash", k.get("series_hash")),
+        ("kernel tree commit (series applied)", k.get("tree_head")),
+        ("kernel config sha256", k.get("config_sha256")),
+        ("lab commit", (k.get("lab_commit") or "") + (
+            " (with local changes)" if k.get("lab_dirty") else "")
+         if k.get("lab_commit") else None),
+        ("CPU time", "per timed phase, /proc/stat ticks of 1/"
+         f"{(meta.get('cpu') or {}).get('user_hz')} s "
+         f"({(meta.get('cpu') or {}).get('user_hz_source')})"
+         if run["has_cpu"] else "not recorded"),
         ("accel", info.get("accel")),
         ("vCPUs", info.get("cpus")),
         ("guest memory, MB", info.get("mem_mb")),
@@ -114,10 +141,13 @@ def section_run(doc, run):
     rows += [(k.replace("_", " "), info[k]) for k in sorted(
         set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline", "date",
                      "kernel_release", "kernel_series_hash",
-                     "kernel_config_sha256", "elapsed_s"})]
+                     "kernel_config_sha256", "elapsed_s",
+                     "kernel_tree_head", "kernel_linux_source"})]
     doc.table(["item", "value"],
               [(k, f"`{v}`" if v not in (None, "") else "not recorded")
                for k, v in rows])
+    for note in run["spec_notes"]:
+        doc.note(f"**Older run:** {note}.")
     doc.code("QEMU command line", str(info.get("qemu_cmdline",
                                                "not recorded")))
     order = meta.get("order")
@@ -137,6 +167,7 @@ def section_run(doc, run):
 
 
 def section_arms(doc, run):
+    ref = run["reference"]
     doc.h(2, "Arms")
     doc.p("What the guest did for each arm, as it recorded it (the host "
           "computes none of it): the mkfs command it ran, the mount options "
@@ -149,7 +180,8 @@ def section_arms(doc, run):
           "otherwise the policy read back with "
           "`FS_IOC_GET_ENCRYPTION_POLICY_EX`). The guest fails the run when "
           "an arm's key mode is not the one its name says.")
-    doc.ul(f"`{a}`: {arm_what(a)}" for a in run["arms"] if a in ARM_SPECS)
+    doc.ul(f"`{a}`: {arm_what(run, a)}" for a in run["arms"]
+           if a in run["spec"]["arms"])
     rows = []
     for arm, spec in run["arms"].items():
         if arm in run["measured"]:
@@ -161,7 +193,7 @@ def section_arms(doc, run):
                          f"({spec.get('key_mode_source', '?')})",
                          f"`{spec['tuning']}`" if spec.get("tuning")
                          else "-",
-                         f"`{REFERENCE[arm]}`" if arm in REFERENCE else "-"))
+                         f"`{ref[arm]}`" if arm in ref else "-"))
         else:
             rows.append((arm, "**not measured**", spec.get("fs", "-"),
                          "-", "-", "-", "-", "-"))
@@ -188,8 +220,9 @@ def mw_footnote(na, nb):
 def section_phases(doc, run, res, threshold, plots):
     doc.h(2, "Throughput")
     doc.p("Throughput is fio `bw_bytes` in MiB/s (2^20 bytes/s), one value "
-          "per rep. Change % is median-based against the reference arm "
-          "named in the row; p is the two-sided Mann-Whitney U p of the "
+          "per rep. Change % = 100 x (ratio - 1) against the reference arm "
+          "named in the row (the ratio: geometric mean of per-rep ratios, "
+          "see Comparisons); p is the two-sided Mann-Whitney U p of the "
           "per-rep values; * = significant: p < 0.05 AND the ranges of the "
           f"two samples do not overlap AND |change| ≥ {threshold:g}%.")
     if plots.get("throughput"):
@@ -200,7 +233,7 @@ def section_phases(doc, run, res, threshold, plots):
         doc.h(3, f"{phase} ({direction})")
         rows, notes, small = [], [], set()
         for arm in run["arms"]:
-            ref = REFERENCE.get(arm)
+            ref = run["reference"].get(arm)
             if arm not in run["measured"]:
                 rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
                              "", ""))
@@ -254,7 +287,7 @@ def section_latency(doc, run, res, plots):
                 rr = (f"{fmt_ratio(r['ratio'])} "
                       f"[{fmt_ci_of(r)}] vs {c['b']}")
             else:
-                rr = "reference" if arm not in REFERENCE else "n/a"
+                rr = "reference" if arm not in run["reference"] else "n/a"
             rows.append((arm, a["latency_reps"], a["latency_ios"],
                          fmt_ns(lat["p50"]), fmt_ns(lat["p99"]),
                          fmt_ns(lat["p99.9"]), rr))
@@ -264,49 +297,123 @@ def section_latency(doc, run, res, plots):
                    "(jobs[0] clat_ns.bins)"])
 
 
+def _ratio_cells(r):
+    """(ratio, CI) cells of a ratio dict, or why there is none."""
+    if r is None:
+        return "no CPU data", ""
+    return fmt_ratio(r["ratio"]), fmt_ci_of(r)
+
+
+def section_cpu(doc, run, res, plots):
+    doc.h(2, "CPU cost")
+    if not run["has_cpu"]:
+        doc.p("Not recorded: "
+              + ("a format-2 run did not measure CPU time."
+                 if run["format"] < 3 else
+                 "the guest recorded no CPU time (no usable cpu line in "
+                 "/proc/stat).")
+              + " The verdicts fall back to throughput and p99 latency.")
+        return
+    hz = (run["meta"].get("cpu") or {}).get("user_hz")
+    doc.p("CPU time of each timed phase: the guest read the `cpu` line of "
+          "`/proc/stat` right before and after the phase's fio run and "
+          "counted user + nice + system + irq + softirq of all CPUs (so "
+          "the kworkers that decrypt are in it; idle, iowait and steal are "
+          f"not), in ticks of 1/{hz} s. Cost per MiB = CPU time / (fio "
+          "`io_bytes` / 2^20), in CPU ms per MiB; per I/O = CPU time / fio "
+          "`total_ios`, in CPU µs. The window holds fio's start and exit "
+          "too, the same for every arm. Ratio = the arm over its reference "
+          "(geometric mean of per-rep ratios, 95% bootstrap CI over the "
+          "pairs); lower is cheaper. A phase of few ticks is coarse: the "
+          "ticks column says how many.")
+    if plots.get("cpu"):
+        doc.img(plots["cpu"], "CPU cost per MiB per arm and phase")
+    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    for phase in run["phases"]:
+        doc.h(3, f"{phase} CPU cost")
+        rows = []
+        for arm in run["arms"]:
+            ref = run["reference"].get(arm)
+            if arm not in run["measured"]:
+                rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
+                             ""))
+                continue
+            a = res["arms"][arm]["phases"][phase]
+            m, op, t = a["cpu_per_mib"], a["cpu_per_op"], a["cpu_s"]
+            c = comps.get((arm, phase))
+            if ref is None:
+                rr, ci = "reference", ""
+            elif c is None or c["status"] != "measured":
+                rr, ci = f"n/a ({c['reason'] if c else 'no ref'})", ""
+            else:
+                rr, ci = _ratio_cells(c["cpu"])
+            ticks = (f"{t['median'] * hz:.0f}" if isnum(t["median"]) and hz
+                     else "n/a")
+            rows.append((arm, ref or "-", m["n"],
+                         fmt_cpu_ms_per_mib(m["median"]),
+                         fmt_pct(100 * m["cov"], sign=False)
+                         if isnum(m["cov"]) else "n/a",
+                         fmt_cpu_us_per_op(op["median"]), ticks, rr, ci))
+        doc.table(["arm", "vs", "n", "CPU ms per MiB (median)", "CoV",
+                   "CPU µs per I/O (median)", "ticks (median)",
+                   "ratio per MiB vs ref", "95% CI"], rows,
+                  [f"raw data: `cpu.tsv` (arm, rep, phase, ticks) and "
+                   f"`raw/<arm>/rep<N>/{phase}.json` (io_bytes, total_ios)"])
+
+
 def section_comparisons(doc, run, res, plots):
     doc.h(2, "Comparisons")
-    doc.p("Ratio = median throughput of the first arm / median of the "
-          "second, with a 95% percentile-bootstrap CI (each arm's reps "
-          "resampled independently, 10000 draws, fixed seed). Per-rep "
-          "ratios pair rep N of one arm with rep N of the other.")
+    doc.p("Ratio = the geometric mean of the per-rep ratios A[rep N] / "
+          "B[rep N] (the arms run interleaved, so rep N of A and of B ran "
+          "back to back), with a 95% percentile-bootstrap CI that "
+          "resamples the pairs (10000 draws, fixed seed): "
+          "`reports.labstats.ratio`, the one definition the baseline, the "
+          "regression check and the history use too. Throughput: higher "
+          "is better; CPU cost per MiB: lower is cheaper. Change % = 100 x "
+          "(throughput ratio - 1); p is the Mann-Whitney p of the two "
+          "arms' throughput values.")
     rows, small = [], set()
     for c in res["comparisons"]:
         name = f"{c['a']} / {c['b']}"
         if c["status"] != "measured":
             rows.append((name, c["phase"], f"not measured: {c['reason']}",
-                         "", "", "", "", "", ""))
+                         "", "", "", "", "", "", "", ""))
             continue
         b = c["bw"]
         if not b["can_reach"]:
             small.add((c["n_a"], c["n_b"]))
         rows.append((name, c["phase"], fmt_ratio(b["ratio"]),
-                     fmt_ci_of(b),
+                     fmt_ci_of(b), *_ratio_cells(c["cpu"]),
                      fmt_pct(b["change_pct"]), fmt_p(b["p"]),
                      "yes" if b["separated"] else "no",
                      "*" if b["significant"] else "",
                      " ".join(f"{r:.3f}" for r in
                               c["per_rep_ratio"].values())))
     doc.table(["comparison", "phase", "throughput ratio", "95% CI",
-               "change %", "p (MW)", "ranges separate", "sig",
-               "per-rep ratios (in rep order)"], rows,
+               "CPU per MiB ratio", "95% CI", "change %", "p (MW)",
+               "ranges separate", "sig",
+               "per-rep throughput ratios (in rep order)"], rows,
               [mw_footnote(na, nb) for na, nb in sorted(small)])
-    doc.ul(f"`{a}/{b}`: {label}" for a, b, label in COMPARISONS)
+    doc.ul(f"`{a}/{b}`: {label}" for a, b, label in run["comparisons"])
+    if not run["main"]:
+        return
+    main_a, main_b = run["main"]
     # the main comparison and every other arm against the same reference
     # (e.g. one key per extent, the upstream design, against per-inode keys)
-    pairs = [(a, b, label) for a, b, label in COMPARISONS if b == MAIN_B]
-    doc.h(3, f"Against {MAIN_B}: " + ", ".join(
-        f"{a} / {b}" + (" (main)" if (a, b) == (MAIN_A, MAIN_B) else "")
+    pairs = [(a, b, label) for a, b, label in run["comparisons"]
+             if b == main_b]
+    doc.h(3, f"Against {main_b}: " + ", ".join(
+        f"{a} / {b}" + (" (main)" if (a, b) == (main_a, main_b) else "")
         for a, b, _ in pairs))
     group = [c for c in res["comparisons"]
              if any((c["a"], c["b"]) == (a, b) for a, b, _ in pairs)]
-    main = [c for c in group if (c["a"], c["b"]) == (MAIN_A, MAIN_B)]
+    main = [c for c in group if (c["a"], c["b"]) == (main_a, main_b)]
     if not any(c["status"] == "measured" for c in main):
         reason = next((c["reason"] for c in main
                        if c["status"] != "measured"), "no data")
         doc.p(f"**Main comparison not measured: {reason}.**")
     if any(c["status"] == "measured" for c in group):
-        doc.img(plots["ratio"], f"ratios against {MAIN_B}")
+        doc.img(plots["ratio"], f"ratios against {main_b}")
         rows = []
         for a, b, label in pairs:
             for c in group:
@@ -315,19 +422,21 @@ def section_comparisons(doc, run, res, plots):
                 name = f"{a} / {b}"
                 if c["status"] != "measured":
                     rows.append((name, c["phase"],
-                                 f"not measured: {c['reason']}", "", "", ""))
+                                 f"not measured: {c['reason']}", "", "", "",
+                                 "", ""))
                     continue
                 lat = c["latency"]
-                rows.append((name, c["phase"], fmt_ratio(c["bw"]["ratio"]),
+                rows.append((name, c["phase"], *_ratio_cells(c["cpu"]),
+                             fmt_ratio(c["bw"]["ratio"]),
                              fmt_ci_of(c["bw"]),
                              fmt_ratio(lat["p99"]["ratio"]),
                              fmt_ci_of(lat["p99"])))
-        doc.table(["comparison", "phase", "throughput ratio", "95% CI",
-                   "p99 ratio", "95% CI"], rows,
-                  [f"`{a}/{b}`: {label}" for a, b, label in pairs])
+        doc.table(["comparison", "phase", "CPU per MiB ratio", "95% CI",
+                   "throughput ratio", "95% CI", "p99 ratio", "95% CI"],
+                  rows, [f"`{a}/{b}`: {label}" for a, b, label in pairs])
     elif plots.get("ratio"):
-        doc.img(plots["ratio"], "per-extent / per-inode ratio: not "
-                "measured")
+        doc.img(plots["ratio"], f"{key_mode_of(run, main_a)} / "
+                f"{key_mode_of(run, main_b)} ratio: not measured")
     if plots.get("comparisons"):
         doc.img(plots["comparisons"], "all comparisons")
 
@@ -382,7 +491,7 @@ def section_profiles(doc, run, res, plots):
         doc.p("Profiles: not collected (no profiles/ in the run directory).")
         return
     rows = []
-    for arm in arm_order(set(run["arms"]) | set(prof)):
+    for arm in arm_order(run, set(run["arms"]) | set(prof)):
         e = prof.get(arm)
         cells = []
         for fname, _ in PROFILE_KINDS:
@@ -526,11 +635,14 @@ def section_groupsweep(doc, run, res, plots):
           "writing it; N = 1 gives every extent a key of its own, the "
           "upstream design; no bound (0) gives the whole file one key), "
           "with the layout of the fragmented workload's file, then read "
-          "from a cold cache in every rep. The reference arm writes and "
+          "from a cold cache in every rep (CPU per MiB ratio: guest CPU "
+          "time per MiB read, as in \"CPU cost\"). The reference arm "
+          "writes and "
           "reads the same files in the same order (its keys do not depend "
-          "on N), so both filesystems hold the same files. Ratio = median "
-          "throughput of the arm / median of its reference, 95% bootstrap "
-          f"CI (none with too few reps: {L.reps_needed_text()}). Counts, "
+          "on N), so both filesystems hold the same files. Ratio = "
+          "geometric mean of the per-rep throughput ratios of the arm over "
+          "its reference, 95% bootstrap CI over the pairs (none with too "
+          f"few reps: {L.reps_needed_text()}). Counts, "
           "of the arm: its counted read of each file (extent keys derived, "
           "key-slot programs: an AES key schedule each; the key pool has "
           "`fscrypto.extent_key_slots` slots, 32 by default, so a read "
@@ -560,13 +672,15 @@ def section_groupsweep(doc, run, res, plots):
                            "not_conclusive": p["not_conclusive"]}),
                 rc.get("key_setups_derived", "not counted"),
                 rc.get("slot_programs", "not counted"),
-                rc.get("lookups", "not counted")))
+                rc.get("lookups", "not counted"),
+                *_ratio_cells(p.get("cpu"))))
         doc.table(["N (extents per key at most)", "extents (FIEMAP)",
                    "key groups expected", "keys derived (write)",
                    "key groups started (write)",
                    f"{s['a']} median MiB/s", f"{s['b']} median MiB/s",
                    "throughput ratio", "95% CI", "keys derived (read)",
-                   "key-slot programs (read)", "lookups (read)"], rows,
+                   "key-slot programs (read)", "lookups (read)",
+                   "CPU per MiB ratio", "95% CI"], rows,
                   [f"raw data: `raw/<arm>/rep<N>/{s['kind']}-g<N>.json`, "
                    "`profiles/<arm>/counts.tsv`"])
     for arm, why in run["not_measured"].items():
@@ -623,9 +737,17 @@ def section_tail(doc, run, res, threshold, plots):
         "Each rep's number comes from one fio json+ file; the direction "
         "(read/write) is the side of jobs[0] that moved bytes.",
         "summary: median, mean, sample stddev (ddof=1), CoV = stddev/mean.",
-        "Ratios: medians of A over medians of B; 95% CI by percentile "
-        "bootstrap, 10000 draws, numpy default_rng with a fixed seed, so "
-        "the report is reproducible.",
+        "Ratios (throughput, CPU cost): geometric mean of the per-rep "
+        "ratios A[rep N] / B[rep N]; 95% CI by percentile bootstrap over "
+        "the pairs, 10000 draws, numpy default_rng with a fixed seed, so "
+        "the report is reproducible (`reports.labstats.ratio`, also used "
+        "by the baseline, the check and the history).",
+        "CPU cost: guest /proc/stat CPU time (user, nice, system, irq, "
+        "softirq; all CPUs) around each timed phase, per MiB and per I/O "
+        "of fio's totals.",
+        "Everything the report needs about arms, comparisons, goals and "
+        "metrics is read from the run directory (meta.json `spec`), not "
+        "from the lab's current bench/arms or bench/workloads.",
         "Significance (LKP style plus a test): Mann-Whitney U two-sided "
         f"p < 0.05 AND non-overlapping ranges AND |change| ≥ "
         f"{threshold:g}% (`--threshold`). With 5 vs 5 reps the smallest "
@@ -718,8 +840,9 @@ def section_flames(doc, run, res):
               "(skipped arms have no profile).")
         return
     if not d["main"]:
+        main = run["main"] or ("?", "?")
         doc.note(f"**This is {d['target']} against {d['base']}, not "
-                 f"{MAIN_A} against {MAIN_B}**: {d['why_not_main']}.")
+                 f"{main[0]} against {main[1]}**: {d['why_not_main']}.")
     doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
           f"each frame colored by how its share of samples changed from "
           f"{d['base']} (red larger, blue smaller). Functions whose share "
@@ -740,11 +863,12 @@ def section_flames(doc, run, res):
 def build_doc(run, res, threshold, plots):
     doc = Doc()
     section_header(doc, run, res)
-    section_verdicts(doc, res)
+    section_verdicts(doc, run, res)
     section_run(doc, run)
     section_arms(doc, run)
     section_phases(doc, run, res, threshold, plots)
     section_latency(doc, run, res, plots)
+    section_cpu(doc, run, res, plots)
     section_comparisons(doc, run, res, plots)
     section_fragmentation(doc, res)
     section_profiles(doc, run, res, plots)

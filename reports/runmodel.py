@@ -8,12 +8,24 @@ reports.check, reports.history) reads runs only through this module:
   - the arms, in display order, with what the guest did for each (mkfs
     command, mount options as /proc/mounts showed them, key mode the
     kernel reported, tuning), or why it was skipped;
-  - fio json+ parsing of raw/<arm>/rep<N>/<phase>.json;
+  - fio json+ parsing of raw/<arm>/rep<N>/<phase>.json, and the guest's
+    CPU time of each phase (cpu.tsv);
   - the comparisons (A / reference B) and per-rep values (throughput,
-    latency bins, paired per-rep ratios).
+    CPU cost, latency bins) that reports.labstats.ratio() pairs by rep.
 
-The formats are described in reports/README.md. Host and guest ship
-together: a run of another format is refused, not converted.
+A run describes itself (format 3): collect() writes into meta.json the
+arm definitions that ran (the job's copy of bench/arms/, with their
+order, references and comparisons), the workload's analysis kind and
+goals, the metric definitions, the ratio's definition and the kernel
+(release, series hash, tree commit) and lab commit. load_run() reads them
+from there only: nothing of bench/arms or bench/workloads in the working
+tree is read when a run is rendered, checked or drawn in the history.
+
+Older runs (format 2) lack that description; load_run() reads them with
+the fallbacks of spec_of_format2() (the arm files the run directory's
+job/ kept, else the format-2 arm table frozen below; goals and metrics
+of format 2; no CPU data) and lists each fallback in run["spec_notes"].
+The formats are described in reports/README.md.
 """
 
 import json
@@ -23,51 +35,85 @@ import shutil
 
 from reports import labstats as L
 
-# The run format this lab writes and reads: the guest's bench/format, and
-# meta.json's "format". Bump both sides together when either changes.
-FORMAT = 2
+# The run format this lab writes: the guest's bench/format and meta.json's
+# "format". Bump both sides together when either changes. Format 2 runs
+# are still read (see spec_of_format2); a guest of another format is not.
+FORMAT = 3
+READS_FORMATS = (2, 3)
 
-# The arms are data: bench/arms/<arm>.conf (KEY=value lines, see
-# bench/arms.sh), read here for their order and their comparisons.
-ARMS_DIR = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "bench", "arms")
+# The working tree's arm and workload definitions. Read only by collect()
+# callers that make a run (synthrun; collect() itself reads the job's
+# copy), never when a run is loaded: tests replace these to prove it.
+LAB_TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARMS_DIR = os.path.join(LAB_TOP, "bench", "arms")
+WORKLOADS_DIR = os.path.join(LAB_TOP, "bench", "workloads")
 
+MIB = 1024.0 * 1024.0
 
-def read_arm_specs(arms_dir=ARMS_DIR):
-    """{arm: {KEY: value}} of bench/arms/*.conf, in ORDER."""
-    specs = {}
-    for name in sorted(os.listdir(arms_dir)):
-        if not name.endswith(".conf"):
-            continue
-        spec = {}
-        with open(os.path.join(arms_dir, name), encoding="utf-8") as f:
-            for line in f:
-                m = re.match(r'([A-Z_]+)=(?:"(.*)"|(.*))$', line.rstrip("\n"))
-                if m:
-                    spec[m.group(1)] = (m.group(2) if m.group(2) is not None
-                                        else m.group(3))
-        specs[name[:-5]] = spec
-    return dict(sorted(specs.items(),
-                       key=lambda kv: (int(kv[1].get("ORDER", 99)), kv[0])))
+# The goals of the main comparison (its A over its reference B), the lab's
+# defaults; a workload.conf may set GOAL_CPU_PER_MIB, GOAL_BW and GOAL_P99.
+# The verdict decides on CPU cost per MiB: a per-extent key costs CPU
+# (lookups, derivations, key-slot programs), and under TCG or icount CPU
+# time is what the emulation measures best; 1.03 is the same 3% as the
+# throughput goal. Throughput and p99 latency are judged beside it.
+DEFAULT_GOALS = {"decide": "cpu_per_mib", "cpu_per_mib_max": 1.03,
+                 "bw_min": 0.97, "p99_max": 1.05}
 
+# What the report does with a workload's phases (ANALYSIS= in its
+# workload.conf): "phases" (tables and verdicts per phase), "scaling"
+# (phases KIND-eN: cost against the extent count N), "groupsweep" (phases
+# KIND-gN: cost against extents per key group, N = 0 no bound).
+ANALYSIS_KINDS = ("phases", "scaling", "groupsweep")
+SCALING_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-e(?P<n>\d+)")
+GROUP_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
 
-ARM_SPECS = read_arm_specs()
+# The per-rep metrics of a phase, as the report, the check and the
+# history name them; written into every run (meta.json spec.metrics).
+METRICS = {
+    "bw_bytes": {
+        "name": "throughput", "unit": "bytes/s", "better": "higher",
+        "per_rep": True,
+        "definition": "fio json+ jobs[0].<side>.bw_bytes of the phase, "
+                      "<side> = read or write, whichever moved bytes"},
+    "iops": {
+        "name": "I/O rate", "unit": "I/O per s", "better": "higher",
+        "per_rep": True, "definition": "fio jobs[0].<side>.iops"},
+    "cpu_s": {
+        "name": "CPU time", "unit": "s", "better": "lower",
+        "per_rep": True,
+        "definition": "guest CPU time around the phase's fio run: the "
+                      "change of user+nice+system+irq+softirq of the "
+                      "/proc/stat cpu line (all CPUs, so kworkers that "
+                      "decrypt count; idle, iowait and steal do not), in "
+                      "USER_HZ ticks / USER_HZ; the window also holds "
+                      "fio's start and exit"},
+    "cpu_per_mib": {
+        "name": "CPU cost per MiB", "unit": "CPU s per MiB",
+        "better": "lower", "per_rep": True,
+        "definition": "cpu_s / (fio io_bytes / 2^20) of the same rep and "
+                      "phase"},
+    "cpu_per_op": {
+        "name": "CPU cost per operation", "unit": "CPU s per I/O",
+        "better": "lower", "per_rep": True,
+        "definition": "cpu_s / fio total_ios of the same rep and phase"},
+    "latency": {
+        "name": "completion latency percentiles", "unit": "ns",
+        "better": "lower", "per_rep": False,
+        "definition": "nearest rank on fio clat_ns bins merged over the "
+                      "reps; ratio CIs resample whole reps"},
+}
 
-# Arms in display order; arms with other names are shown after these.
-KNOWN_ARMS = list(ARM_SPECS)
-
-# (arm A, reference arm B, what A/B tells), from the arms' REFERENCE and
-# COMPARISON, in COMPARISON_ORDER. Each arm is the A side of at most one
-# comparison, so that B is "the reference" of A in the tables; the first
-# is the main one.
-COMPARISONS = [(a, s["REFERENCE"], s.get("COMPARISON", ""))
-               for a, s in sorted(ARM_SPECS.items(), key=lambda kv: int(
-                   kv[1].get("COMPARISON_ORDER", 99)))
-               if s.get("REFERENCE")]
-REFERENCE = {a: b for a, b, _ in COMPARISONS}
-
-
-MAIN_A, MAIN_B = COMPARISONS[0][0], COMPARISONS[0][1]
+# The ratio of A over B (reports.labstats.ratio), as recorded in a run.
+RATIO_DEFINITION = {
+    "name": "geometric mean of per-rep ratios",
+    "definition": "r_N = A[rep N] / B[rep N] for the reps both arms ran "
+                  "(interleaved, back to back); ratio = exp(mean(log r_N))",
+    "ci": "95% percentile bootstrap of the geometric mean, pairs "
+          "resampled with replacement, 10000 draws, "
+          f"numpy default_rng({L.SEED}); none with fewer than "
+          f"{L.reps_for_ci()} pairs",
+    "function": "reports.labstats.ratio",
+}
 
 
 class RunError(Exception):
@@ -130,6 +176,7 @@ def parse_fio(path, rel):
         "bw_bytes": float(side.get("bw_bytes", 0)),
         "iops": float(side.get("iops", 0)),
         "io_bytes": int(side.get("io_bytes", 0)),
+        "total_ios": int(side.get("total_ios") or clat.get("N") or 0),
         "runtime_ms": side.get("runtime"),
         "clat_n": clat.get("N"),
         "clat_mean_ns": clat.get("mean"),
@@ -139,11 +186,223 @@ def parse_fio(path, rel):
     }
 
 
-def arm_order(names):
-    """Known arms first, in KNOWN_ARMS order, then the others sorted."""
+# ------------------------------------------------ what a run describes
+
+def read_arm_specs(arms_dir=None):
+    """{arm: {KEY: value}} of the arm files <arms_dir>/*.conf (KEY=value
+    lines, see bench/arms.sh), in ORDER, then name. arms_dir None: the
+    working tree's bench/arms (ARMS_DIR), for making a run only."""
+    arms_dir = ARMS_DIR if arms_dir is None else arms_dir
+    specs = {}
+    for name in sorted(os.listdir(arms_dir)):
+        if not name.endswith(".conf"):
+            continue
+        spec = {}
+        with open(os.path.join(arms_dir, name), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r'([A-Z_]+)=(?:"(.*)"|(.*))$', line.rstrip("\n"))
+                # the first line of a key counts, as bench/arms.sh reads it
+                if m and m.group(1) not in spec:
+                    spec[m.group(1)] = (m.group(2) if m.group(2) is not None
+                                        else m.group(3))
+        specs[name[:-5]] = spec
+    return dict(sorted(specs.items(),
+                       key=lambda kv: (_int(kv[1].get("ORDER")), kv[0])))
+
+
+def _int(x, default=99):
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return default
+
+
+def comparisons_of(arm_specs):
+    """[{"a", "b", "label"}] from the arms' REFERENCE and COMPARISON, in
+    COMPARISON_ORDER (then name). Each arm is the A side of at most one
+    comparison, so that B is "the reference" of A in the tables; the first
+    is the main one."""
+    return [{"a": a, "b": s["REFERENCE"], "label": s.get("COMPARISON", "")}
+            for a, s in sorted(arm_specs.items(), key=lambda kv: (
+                _int(kv[1].get("COMPARISON_ORDER")), kv[0]))
+            if s.get("REFERENCE")]
+
+
+def judged_phases(analysis, phases):
+    """(judged, not_judged) phases of the main comparison's verdicts: every
+    phase, but for a groupsweep only the file written without a bound on
+    the extents of a key group (KIND-g0, what the main arm writes); the
+    bounded points are not judged."""
+    if analysis != "groupsweep":
+        return list(phases), []
+    bounded = [p for p in phases if GROUP_PHASE.fullmatch(p)
+               and int(GROUP_PHASE.fullmatch(p).group("n")) > 0]
+    return [p for p in phases if p not in bounded], bounded
+
+
+def _float_conf(conf, key, default):
+    v = conf.get(key)
+    if v in (None, ""):
+        return default
+    try:
+        return float(v)
+    except ValueError as e:
+        raise RunError(f"workload.conf: {key}={v!r} is not a number") from e
+
+
+def build_spec(arm_specs, workload, conf, phases, arms_source):
+    """What a run needs to describe itself (meta.json "spec"): the arm
+    definitions (arm_specs: read_arm_specs() of the arm files that ran),
+    their display order and comparisons, the workload (name, description,
+    analysis kind, goals and judged phases, from its workload.conf: conf),
+    the metric definitions and the ratio's definition."""
+    analysis = conf.get("ANALYSIS") or "phases"
+    if analysis not in ANALYSIS_KINDS:
+        raise RunError(f"workload {workload}: ANALYSIS={analysis!r}, not "
+                       f"one of {', '.join(ANALYSIS_KINDS)}")
+    comps = comparisons_of(arm_specs)
+    judged, not_judged = judged_phases(analysis, phases)
+    goals = {
+        "comparison": [comps[0]["a"], comps[0]["b"]] if comps else None,
+        "decide": DEFAULT_GOALS["decide"],
+        "cpu_per_mib_max": _float_conf(conf, "GOAL_CPU_PER_MIB",
+                                       DEFAULT_GOALS["cpu_per_mib_max"]),
+        "bw_min": _float_conf(conf, "GOAL_BW", DEFAULT_GOALS["bw_min"]),
+        "p99_max": _float_conf(conf, "GOAL_P99", DEFAULT_GOALS["p99_max"]),
+        "judged_phases": judged,
+        "not_judged_phases": not_judged,
+        # without CPU data (a guest that could not read /proc/stat): the
+        # verdicts of format 2, throughput and p99 of the read phases
+        "fallback": "bw_bytes and p99 of the judged read phases",
+    }
+    return {
+        "arms_source": arms_source,
+        "arms": arm_specs,
+        "arm_order": list(arm_specs),
+        "comparisons": comps,
+        "workload": {"name": workload,
+                     "description": conf.get("description", ""),
+                     "analysis": analysis, "goals": goals},
+        "metrics": METRICS,
+        "ratio": RATIO_DEFINITION,
+    }
+
+
+def kernel_of(run_info, env=None):
+    """The kernel and lab a run used (meta.json "kernel"): release, linux
+    source version, series hash, the commit of the patched tree, config
+    hash and flavor (from the kernel's .info via run.info), and the lab's
+    commit when bench/run-bench.sh recorded it (LAB_COMMIT, LAB_DIRTY);
+    None where unknown."""
+    env = env or {}
+    k = {key: run_info.get(f"kernel_{key}") or None
+         for key in ("release", "linux_source", "series_hash", "tree_head",
+                     "config_sha256", "flavor")}
+    k["lab_commit"] = env.get("LAB_COMMIT") or None
+    k["lab_dirty"] = (env["LAB_DIRTY"] == "1") if env.get("LAB_DIRTY") \
+        in ("0", "1") else None
+    return k
+
+
+# The arms of the lab when format 2 was the newest run format (bench/arms
+# at the last commit writing format 2), for format-2 runs whose directory
+# kept no job/bench/arms/: synthetic runs, copies without job/. A format-2
+# run made before 2026-12-04 19:35 had no btrfs-extent-key arm and its
+# btrfs-extent gave every extent a key of its own; such runs kept their
+# job/ and are read from it.
+FORMAT2_ARMS = {
+    "btrfs-extent": {
+        "ORDER": "1", "FS": "btrfs", "ENCRYPTED": "1",
+        "KEY_MODE": "per-extent", "REFERENCE": "btrfs-inode",
+        "DESCRIPTION": "btrfs, fscrypt with per-extent keys in key groups "
+                       "(the default for new encrypted files: "
+                       "fscrypt_extents_per_key=0, no bound on the extents "
+                       "per key)",
+        "COMPARISON": "per-extent keys in key groups vs per-inode keys on "
+                      "btrfs (the main comparison)",
+        "COMPARISON_ORDER": "1"},
+    "btrfs-extent-key": {
+        "ORDER": "2", "FS": "btrfs", "ENCRYPTED": "1",
+        "KEY_MODE": "per-extent-key", "REFERENCE": "btrfs-inode",
+        "DESCRIPTION": "btrfs, fscrypt with one key per extent "
+                       "(fscrypt_extents_per_key=1, the upstream design)",
+        "COMPARISON": "one key per extent vs per-inode keys "
+                      "(upstream-design reference)",
+        "COMPARISON_ORDER": "2"},
+    "btrfs-inode": {
+        "ORDER": "3", "FS": "btrfs", "ENCRYPTED": "1",
+        "KEY_MODE": "per-inode", "REFERENCE": "btrfs-plain",
+        "DESCRIPTION": "btrfs, fscrypt with per-inode keys (mount option "
+                       "fscrypt_per_inode_keys)",
+        "COMPARISON": "cost of per-inode encryption on btrfs",
+        "COMPARISON_ORDER": "3"},
+    "btrfs-plain": {
+        "ORDER": "4", "FS": "btrfs", "ENCRYPTED": "0", "KEY_MODE": "none",
+        "REFERENCE": "ext4-plain", "DESCRIPTION": "btrfs, unencrypted",
+        "COMPARISON": "btrfs vs ext4, both unencrypted",
+        "COMPARISON_ORDER": "5"},
+    "ext4-inode": {
+        "ORDER": "5", "FS": "ext4", "ENCRYPTED": "1", "KEY_MODE": "per-inode",
+        "REFERENCE": "ext4-plain",
+        "DESCRIPTION": "ext4, upstream fscrypt (per-inode keys)",
+        "COMPARISON": "cost of per-inode encryption on ext4",
+        "COMPARISON_ORDER": "4"},
+    "ext4-plain": {
+        "ORDER": "6", "FS": "ext4", "ENCRYPTED": "0", "KEY_MODE": "none",
+        "DESCRIPTION": "ext4, unencrypted"},
+}
+
+
+def spec_of_format2(run_dir, meta):
+    """(spec, notes) of a format-2 run, which did not record its spec.
+
+    Fallbacks, each listed in notes: the arm definitions are the run
+    directory's job/bench/arms/*.conf (bench/run-bench.sh keeps the job
+    that ran there) or, without them, FORMAT2_ARMS; the analysis kind is
+    inferred from the phase names (KIND-eN: scaling, KIND-gN: groupsweep);
+    the goals are those of format 2, throughput >= 0.97 and p99 <= 1.05 of
+    the main comparison on the judged read phases (no CPU data: format 2
+    did not measure it); the metrics are METRICS without the CPU ones.
+    """
+    notes = []
+    job_arms = os.path.join(run_dir, "job", "bench", "arms")
+    if os.path.isdir(job_arms) and any(n.endswith(".conf")
+                                       for n in os.listdir(job_arms)):
+        arms, source = read_arm_specs(job_arms), "job/bench/arms"
+        notes.append("format 2: arm definitions read from the run "
+                     "directory's job/bench/arms/ (the files the guest ran)")
+    else:
+        arms = dict(FORMAT2_ARMS)
+        source = "format-2 arm table (reports/runmodel.py FORMAT2_ARMS)"
+        notes.append("format 2 without job/bench/arms/: arm order, "
+                     "references and descriptions are the lab's arm table "
+                     "of format 2 (reports/runmodel.py FORMAT2_ARMS)")
+    phases = meta.get("phases") or []
+    analysis = ("scaling" if any(SCALING_PHASE.fullmatch(p) for p in phases)
+                else "groupsweep" if any(GROUP_PHASE.fullmatch(p)
+                                         for p in phases) else "phases")
+    notes.append(f"format 2: analysis kind '{analysis}' inferred from the "
+                 "phase names")
+    spec = build_spec(arms, meta.get("workload", "?"),
+                      {"description": meta.get("description", ""),
+                       "ANALYSIS": analysis}, phases, source)
+    spec["workload"]["goals"].update(decide="bw_bytes+p99",
+                                     cpu_per_mib_max=None)
+    notes.append("format 2: no CPU data; verdicts on throughput (>= 0.97) "
+                 "and p99 latency (<= 1.05) of the read phases, as format 2 "
+                 "judged them")
+    spec["metrics"] = {k: v for k, v in METRICS.items()
+                       if not k.startswith("cpu")}
+    return spec, notes
+
+
+def arm_order(run, names):
+    """names in the run's display order (its spec's arm order), then the
+    others sorted."""
     names = list(names)
-    return ([a for a in KNOWN_ARMS if a in names]
-            + sorted(a for a in names if a not in KNOWN_ARMS))
+    known = run["arm_order"]
+    return ([a for a in known if a in names]
+            + sorted(a for a in names if a not in known))
 
 
 def rep_dirs(arm_dir):
@@ -157,40 +416,100 @@ def rep_dirs(arm_dir):
     return dict(sorted(out.items()))
 
 
-def load_run(run_dir):
-    """Read meta.json and every raw fio file of the measured arms.
+def read_cpu(run_dir, meta, warnings):
+    """{(arm, rep, phase): CPU seconds} from RUN_DIR/cpu.tsv (arm, rep,
+    phase, ticks of /proc/stat: what the guest recorded around each timed
+    phase) and meta "cpu" (user_hz); {} when the run has none."""
+    info = meta.get("cpu")
+    path = os.path.join(run_dir, "cpu.tsv")
+    if not isinstance(info, dict) or not os.path.exists(path):
+        return {}
+    hz = info.get("user_hz")
+    if not isinstance(hz, (int, float)) or hz <= 0:
+        warnings.append(f"cpu.tsv: no usable user_hz in meta.json ({hz!r})")
+        return {}
+    out = {}
+    for row in _read_tsv(path):
+        if len(row) != 4 or not row[1].isdigit() or not row[3].isdigit():
+            warnings.append(f"cpu.tsv: bad line {row!r}, ignored")
+            continue
+        out[(row[0], int(row[1]), row[2])] = int(row[3]) / hz
+    return out
 
-    Returns a dict: dir, meta, phases, arms (spec per arm, display order),
-    measured (arm list), not_measured ({arm: reason}), data
-    ({arm: {phase: {rep: parse_fio()}}}), warnings (list of str).
-    Missing or broken raw files are warnings, not errors; a missing or
-    broken meta.json is a RunError.
+
+def add_cpu(d, cpu_s):
+    """The CPU numbers of one rep's phase: cpu_s, per MiB, per I/O."""
+    d["cpu_s"] = cpu_s
+    mib = d["io_bytes"] / MIB
+    d["cpu_per_mib"] = (cpu_s / mib if cpu_s is not None and mib > 0
+                        else None)
+    d["cpu_per_op"] = (cpu_s / d["total_ios"] if cpu_s is not None
+                       and d["total_ios"] > 0 else None)
+
+
+def load_run(run_dir):
+    """Read meta.json, its spec and every raw file of the measured arms.
+
+    Returns a dict: dir, meta, format, spec (see build_spec), spec_notes
+    (fallbacks used for an older run), comparisons ([(A, B, label)]),
+    main ((A, B) of the first comparison, or None), reference ({A: B}),
+    arm_order, goals, analysis, metrics, kernel, phases, arms (facts per
+    arm, display order), measured (arm list), not_measured ({arm:
+    reason}), data ({arm: {phase: {rep: parse_fio() + cpu_s, cpu_per_mib,
+    cpu_per_op}}}), has_cpu, warnings (list of str). Missing or broken raw
+    files are warnings, not errors; a missing or broken meta.json is a
+    RunError.
     """
     if not os.path.isdir(run_dir):
         raise RunError(f"run directory {run_dir} does not exist")
     meta = read_json_file(os.path.join(run_dir, "meta.json"))
     if not isinstance(meta, dict):
         raise RunError(f"{run_dir}/meta.json: not a JSON object")
-    if meta.get("format") != FORMAT:
-        raise RunError(f"{run_dir}/meta.json: run format "
-                       f"{meta.get('format')!r}, this lab reads format "
-                       f"{FORMAT} (host and guest ship together: run the "
-                       "benchmark again)")
+    fmt = meta.get("format")
+    if fmt not in READS_FORMATS:
+        raise RunError(f"{run_dir}/meta.json: run format {fmt!r}, this lab "
+                       f"reads formats {', '.join(map(str, READS_FORMATS))} "
+                       "(host and guest ship together: run the benchmark "
+                       "again)")
     phases = meta.get("phases")
     arms_meta = meta.get("arms")
     if not isinstance(phases, list) or not phases:
         raise RunError(f"{run_dir}/meta.json: 'phases' missing or empty")
     if not isinstance(arms_meta, dict) or not arms_meta:
         raise RunError(f"{run_dir}/meta.json: 'arms' missing or empty")
+    if fmt == 2:
+        spec, notes = spec_of_format2(run_dir, meta)
+        kernel = kernel_of(meta.get("run_info") or {})
+    else:
+        spec, notes = meta.get("spec"), []
+        if not isinstance(spec, dict) or not isinstance(
+                spec.get("arms"), dict) or not isinstance(
+                spec.get("comparisons"), list) or not isinstance(
+                spec.get("workload"), dict):
+            raise RunError(f"{run_dir}/meta.json: format {fmt} without a "
+                           "usable 'spec' (arms, comparisons, workload)")
+        kernel = meta.get("kernel") or kernel_of(meta.get("run_info") or {})
+    comps = [(c["a"], c["b"], c.get("label", "")) for c in spec["comparisons"]]
+    run = {"dir": run_dir, "meta": meta, "format": fmt, "spec": spec,
+           "spec_notes": notes, "comparisons": comps,
+           "main": (comps[0][0], comps[0][1]) if comps else None,
+           "reference": {a: b for a, b, _ in comps},
+           "arm_order": list(spec.get("arm_order") or spec["arms"]),
+           "goals": spec["workload"].get("goals") or {},
+           "analysis": spec["workload"].get("analysis", "phases"),
+           "metrics": spec.get("metrics") or {}, "kernel": kernel,
+           "phases": phases}
     warnings = []
     arms = {a: arms_meta[a] if isinstance(arms_meta[a], dict) else {}
-            for a in arm_order(arms_meta)}
+            for a in arm_order(run, arms_meta)}
+    cpu = read_cpu(run_dir, meta, warnings) if fmt >= 3 else {}
+    no_cpu = []
     measured, not_measured, data = [], {}, {}
     raw = os.path.join(run_dir, "raw")
-    for arm, spec in arms.items():
-        status = spec.get("status", "?")
+    for arm, facts in arms.items():
+        status = facts.get("status", "?")
         if status != "measured":
-            reason = spec.get("reason") or "no reason given"
+            reason = facts.get("reason") or "no reason given"
             not_measured[arm] = (reason if status == "skipped"
                                  else f"status '{status}': {reason}")
             continue
@@ -222,25 +541,40 @@ def load_run(run_dir):
                 if d["bins"] is None:
                     warnings.append(f"{rel}: no clat_ns bins (not json+?): "
                                     "no latency percentiles")
+                add_cpu(d, cpu.get((arm, rep, phase)))
+                if cpu and d["cpu_s"] is None:
+                    no_cpu.append(f"{arm} rep{rep} {phase}")
                 data[arm][phase][rep] = d
         want = meta.get("reps")
         if reps and isinstance(want, int) and len(reps) != want:
             warnings.append(f"{arm}: {len(reps)} rep directories, "
                             f"meta.json says reps={want}")
+    if no_cpu:
+        warnings.append(f"cpu.tsv: no CPU time for {len(no_cpu)} measured "
+                        f"phase(s): {', '.join(no_cpu[:6])}"
+                        + (", ..." if len(no_cpu) > 6 else ""))
     if os.path.isdir(raw):
         for name in sorted(os.listdir(raw)):
             if name not in arms:
                 warnings.append(f"raw/{name}/ is not an arm of meta.json; "
                                 "ignored")
-    return {"dir": run_dir, "meta": meta, "phases": phases, "arms": arms,
-            "measured": measured, "not_measured": not_measured,
-            "data": data, "warnings": warnings}
+    run.update(arms=arms, measured=measured, not_measured=not_measured,
+               data=data, has_cpu=bool(cpu), warnings=warnings)
+    return run
+
+
+def values_by_rep(run, arm, phase, metric):
+    """{rep: value} of one per-rep metric (bw_bytes, iops, cpu_s,
+    cpu_per_mib, cpu_per_op) of one arm and phase; reps without it (no CPU
+    data) are left out; empty if not measured."""
+    reps = run["data"].get(arm, {}).get(phase, {})
+    return {r: d[metric] for r, d in reps.items()
+            if d.get(metric) is not None}
 
 
 def bw_by_rep(run, arm, phase):
     """{rep: bw_bytes} of one arm and phase (empty if not measured)."""
-    reps = run["data"].get(arm, {}).get(phase, {})
-    return {r: d["bw_bytes"] for r, d in reps.items()}
+    return values_by_rep(run, arm, phase, "bw_bytes")
 
 
 def bins_of(run, arm, phase):
@@ -267,16 +601,25 @@ def arm_absent_reason(run, arm):
     return None
 
 
-def tracked_ratios(run):
-    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison.
+def metric_better(run, metric):
+    """"higher" or "lower": which way the metric improves (the run's own
+    metric definitions; throughput when unknown)."""
+    return (run["metrics"].get(metric) or METRICS.get(metric)
+            or {}).get("better", "higher")
 
-    The per-rep throughput ratios A.bw_bytes[repN] / B.bw_bytes[repN] that
-    the regression check and the history track. A str value means the ratio
-    cannot be computed from this run: an arm is skipped or absent, or no
-    rep has both arms.
+
+def tracked_ratios(run, metric="bw_bytes"):
+    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison
+    of the run, in its order.
+
+    The per-rep ratios A.metric[repN] / B.metric[repN] that
+    reports.labstats.ratio() summarizes and the regression check and the
+    history track. A str value means the ratio cannot be computed from
+    this run: an arm is skipped or absent, or no rep has both arms (for a
+    CPU metric: no CPU data).
     """
     out = {}
-    for a, b, _ in COMPARISONS:
+    for a, b, _ in run["comparisons"]:
         name = f"{a}/{b}"
         out[name] = {}
         reason = arm_absent_reason(run, a) or arm_absent_reason(run, b)
@@ -284,10 +627,11 @@ def tracked_ratios(run):
             if reason:
                 out[name][phase] = reason
                 continue
-            reps, ratios = L.paired_ratios(bw_by_rep(run, a, phase),
-                                           bw_by_rep(run, b, phase))
+            reps, ratios = L.paired_ratios(
+                values_by_rep(run, a, phase, metric),
+                values_by_rep(run, b, phase, metric))
             out[name][phase] = ((reps, ratios) if ratios else
-                                f"no rep has data for both {a} and {b}")
+                                f"no rep has {metric} for both {a} and {b}")
     return out
 
 
@@ -309,6 +653,14 @@ def _read_kv(path, strip_quotes=False):
                 if sep:
                     out[key] = value.strip('"') if strip_quotes else value
     return out
+
+
+def _read_text(path):
+    """A small file's text, stripped; "" if it is not there."""
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read().strip()
 
 
 def _guest_text(bench, name):
@@ -349,13 +701,16 @@ def arm_facts(rows):
 
 
 def collect(vm, job, run):
-    """Turn a benchmark VM's output into a raw run directory (format 2).
+    """Turn a benchmark VM's output into a raw run directory (format 3).
 
     vm: the runner's output (results/bench/ from the guest, run.info,
-    console.log); job: the job that ran (bench.env, the workload's files);
-    run: the run directory to write (meta.json, raw/, profiles/,
-    console.log). Only reads what the guest recorded: nothing about an arm
-    is computed on the host. Returns meta.
+    console.log); job: the job that ran (bench.env, the arm files and the
+    workload's files it shipped); run: the run directory to write
+    (meta.json, raw/, profiles/, cpu.tsv, console.log). Only reads what the
+    guest recorded and what the job shipped: nothing about an arm is
+    computed on the host, and the run's spec (arms, comparisons, goals,
+    metrics: build_spec) comes from the job's copy of bench/arms and of
+    the workload, not from the working tree. Returns meta.
     """
     bench = os.path.join(vm, "results", "bench")
     fmt = _guest_text(bench, "format")
@@ -366,6 +721,10 @@ def collect(vm, job, run):
     workload = env["WORKLOAD"]
     wl_dir = os.path.join(job, "bench", "workloads", workload)
     conf = _read_kv(os.path.join(wl_dir, "workload.conf"), strip_quotes=True)
+    job_arms = os.path.join(job, "bench", "arms")
+    if not os.path.isdir(job_arms):
+        raise RunError(f"the job has no arm files ({job_arms})")
+    arm_specs = read_arm_specs(job_arms)
     facts, problems = arm_facts(_read_tsv(os.path.join(bench, "facts.tsv")))
 
     arms = {}
@@ -417,8 +776,27 @@ def collect(vm, job, run):
             jobfiles[name] = f.read()
     saves = [{"arm": a, "what": w, "kib": int(k), "seconds": int(t)}
              for a, w, k, t in _read_tsv(os.path.join(bench, "saves.tsv"))]
+    phases = _guest_text(bench, "phases").split()
+    # CPU time per timed phase (cpu.tsv: arm, rep, phase, /proc/stat ticks);
+    # a guest that could not read /proc/stat wrote none
+    cpu_tsv = os.path.join(bench, "cpu.tsv")
+    cpu = None
+    if os.path.exists(cpu_tsv) and os.path.getsize(cpu_tsv) > 0:
+        hz = _read_text(os.path.join(bench, "user-hz"))
+        # USER_HZ, the unit of /proc/stat, is 100 on x86 whatever HZ is
+        cpu = {"file": "cpu.tsv",
+               "user_hz": int(hz) if hz.isdigit() and int(hz) > 0 else 100,
+               "user_hz_source": ("getconf CLK_TCK in the guest"
+                                  if hz.isdigit() and int(hz) > 0 else
+                                  "not recorded: 100, USER_HZ of x86"),
+               "lines": len(_read_tsv(cpu_tsv))}
     meta = {
         "format": FORMAT,
+        # what the run needs to be read later, from the job that ran
+        "spec": build_spec(arm_specs, workload, conf, phases,
+                           "job/bench/arms (the arm files the guest ran)"),
+        "kernel": kernel_of(run_info, env),
+        "cpu": cpu,
         # how reps were made: "once" (each arm prepared once, its
         # filesystem restored before every rep) or "each" (fresh mkfs and
         # preparation per rep); saves: what was saved and restored
@@ -429,7 +807,7 @@ def collect(vm, job, run):
         "reps": int(env["REPS"]),
         "description": conf.get("description", ""),
         # the guest writes the phases it ran (a workload may compute them)
-        "phases": _guest_text(bench, "phases").split(),
+        "phases": phases,
         "profile_phase": _guest_text(bench, "profile-phase"),
         "arms": arms,
         "arm_fact_problems": problems,
@@ -458,6 +836,8 @@ def collect(vm, job, run):
             shutil.copytree(src, os.path.join(run, sub), dirs_exist_ok=True)
     shutil.copy(os.path.join(vm, "console.log"),
                 os.path.join(run, "console.log"))
+    if cpu:
+        shutil.copy(cpu_tsv, os.path.join(run, "cpu.tsv"))
     with open(os.path.join(run, "meta.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     return meta

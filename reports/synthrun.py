@@ -2,11 +2,19 @@
 outputs in the raw run format (reports/README.md), nothing measured.
 
     /usr/bin/python3 -m reports.synthrun RUN_DIR [--seed N] [--reps N]
-        [--scale ARM=FACTOR ...] [--skip a,b] [--scaling-phases]
-        [--groupsweep] [--extras]
+        [--scale ARM=FACTOR ...] [--cpu-scale ARM=FACTOR ...] [--skip a,b]
+        [--scaling-phases] [--groupsweep] [--extras] [--no-cpu]
+        [--format2] [--arms-dir DIR]
 
-Arms run at fixed relative speeds (btrfs-extent 0.985 of btrfs-inode, ...)
-with 1% noise per rep; --scale multiplies an arm's speed (a regression),
+The run is of the current format (runmodel.FORMAT): its meta.json has the
+spec collect() writes (runmodel.build_spec of the arm files of --arms-dir,
+default the lab's bench/arms, and of the workload's workload.conf), and
+cpu.tsv has the CPU ticks of every timed phase. Arms run at fixed relative
+speeds (btrfs-extent 0.985 of btrfs-inode, ...) and CPU costs per MiB
+(btrfs-extent 1.01 of btrfs-inode, ...) with 1% noise per rep;
+--cpu-scale multiplies an arm's CPU cost, --no-cpu writes no CPU data (a
+guest without /proc/stat), --format2 writes a run of format 2 (no spec, no
+CPU data). --scale multiplies an arm's speed (a regression),
 --skip marks arms skipped, --extras adds profiles/, scaling.json and
 extent counts of known values, --scaling-phases writes the scaling
 workload's KIND-eN phases with exactly known throughput, --groupsweep the
@@ -27,13 +35,20 @@ from reports import runmodel as M
 # made-up relative throughput of each arm (btrfs-inode = 1)
 SPEED = {"btrfs-extent": 0.985, "btrfs-extent-key": 0.77, "btrfs-inode": 1.0,
          "btrfs-plain": 1.10, "ext4-inode": 1.05, "ext4-plain": 1.15}
+# made-up relative CPU cost per MiB of each arm (btrfs-inode = 1), and the
+# CPU seconds per MiB of btrfs-inode per phase kind
+CPU_COST = {"btrfs-extent": 1.01, "btrfs-extent-key": 1.25,
+            "btrfs-inode": 1.0, "btrfs-plain": 0.6, "ext4-inode": 0.9,
+            "ext4-plain": 0.5}
+CPU_S_PER_MIB = {"seqread": 0.004, "randread": 0.02, "randwrite": 0.03}
+USER_HZ = 100
 
 
-def arm_facts(arm, fs, mkfs, enc, i):
+def arm_facts(specs, arm, fs, mkfs, enc, i):
     """What a guest records for a measured arm (facts.tsv), as a kernel
     with key groups would show it for the arm's mount options."""
     dev, mnt = f"/dev/vd{'defghijk'[i]}", f"/mnt/bench-{arm}"
-    opts = M.ARM_SPECS.get(arm, {}).get("MOUNT_OPTS", "")
+    opts = specs.get(arm, {}).get("MOUNT_OPTS", "")
     per_key = opts.partition("fscrypt_extents_per_key=")[2].split(",")[0]
     keys = ("fscrypt_per_inode_keys" if "fscrypt_per_inode_keys" in opts
             else "fscrypt_per_extent_keys"
@@ -46,7 +61,7 @@ def arm_facts(arm, fs, mkfs, enc, i):
     mode, source = (("none", "no encryption policy") if not enc else
                     ("per-inode", f"policy read back: {policy}")
                     if fs != "btrfs" else
-                    (M.ARM_SPECS[arm]["KEY_MODE"], f"/proc/mounts: {keys}"))
+                    (specs[arm]["KEY_MODE"], f"/proc/mounts: {keys}"))
     return {"status": "measured", "fs": fs, "mkfs": f"{mkfs} {dev}",
             "mount_cmd": f"mount -t {fs}{' -o ' + opts if opts else ''} "
                          f"{dev} {mnt}",
@@ -58,19 +73,25 @@ def arm_facts(arm, fs, mkfs, enc, i):
 
 
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
-             scaling_phases=False, extras=False, groupsweep=False):
+             scaling_phases=False, extras=False, groupsweep=False,
+             cpu=True, cpu_scale=(), format2=False, arms_dir=None):
     """Write a synthetic RUN_DIR (see the module docstring)."""
     a = argparse.Namespace(run_dir=run_dir, seed=seed, reps=reps,
                            scale=list(scale), skip=skip,
                            scaling_phases=scaling_phases, extras=extras,
                            groupsweep=groupsweep)
+    cpu = cpu and not format2
     rng = np.random.default_rng(a.seed)
+    # CPU noise from a generator of its own: throughput stays as it was
+    crng = np.random.default_rng(a.seed + 1000)
     scale = {k: float(v) for k, v in (s.split("=") for s in a.scale)}
+    cpu_scale = {k: float(v) for k, v in (s.split("=") for s in cpu_scale)}
     skip = set(filter(None, a.skip.split(",")))
-    # the lab's arms (bench/arms/*.conf): fs, mkfs, encrypted, and a made-up
-    # relative speed
+    # the arm files (bench/arms/*.conf, or a copy), as collect() reads the
+    # job's: fs, mkfs, encrypted, and a made-up relative speed
+    specs = M.read_arm_specs(arms_dir)
     ARMS = {a: (spec["FS"], spec["MKFS"], spec.get("ENCRYPTED") == "1",
-                SPEED[a]) for a, spec in M.ARM_SPECS.items()}
+                SPEED[a]) for a, spec in specs.items()}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
               "randwrite": ("write", 4e6, 4096)}
     if a.scaling_phases:
@@ -118,8 +139,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     for i, (arm, (fs, mkfs, enc, _)) in enumerate(ARMS.items()):
         meta_arms[arm] = ({"status": "skipped",
                            "reason": "kernel has no btrfs encryption yet (issue #4)"}
-                          if arm in skip else arm_facts(arm, fs, mkfs, enc, i))
+                          if arm in skip else arm_facts(specs, arm, fs, mkfs,
+                                                        enc, i))
     measured = [x for x in ARMS if x not in skip]
+    cpu_rows = []
     for rep in range(1, a.reps + 1):
         for arm in measured:
             order.append([arm, rep])
@@ -134,11 +157,20 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                 g = (SWEEP[int(ph.partition("-g")[2])] / ARMS[arm][3]
                      if a.groupsweep and arm == "btrfs-extent" else 1.0)
                 job[direction] = side(base * f * g * noise, bs, 1 / f)
+                # CPU ticks: made-up seconds per MiB x MiB moved, 1% noise
+                mib = job[direction]["io_bytes"] / (1024.0 * 1024.0)
+                per_mib = (CPU_S_PER_MIB.get(ph.partition("-")[0], 0.004)
+                           * CPU_COST[arm] * cpu_scale.get(arm, 1.0)
+                           * (1.0 if a.scaling_phases or a.groupsweep
+                              else crng.normal(1.0, 0.01)))
+                cpu_rows.append((arm, rep, ph,
+                                 int(round(per_mib * mib * USER_HZ))))
                 with open(os.path.join(d, ph + ".json"), "w") as fh:
                     fh.write("note: both iodepth >= 1 and synchronous I/O engine "
                              "are selected, queue depth will be capped at 1\n")
                     json.dump({"fio version": "fio-3.33", "jobs": [job]}, fh)
-    meta = {"format": 2, "arm_fact_problems": [], "workload": "fragmented", "date": "2026-12-03T02:00:00Z",
+    meta = {"format": 2 if format2 else M.FORMAT, "arm_fact_problems": [],
+            "workload": "fragmented", "date": "2026-12-03T02:00:00Z",
             "reps": a.reps, "phases": list(PHASES), "arms": meta_arms,
             "order": order,
             "run_info": {"accel": "tcg", "cpus": "2", "mem_mb": "3072",
@@ -275,6 +307,27 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                                        * math.log10(e)) * rng.normal(1, 0.01)
                 for _ in range(3)]} for e in (1, 100, 1000, 10000, 100000)]
                        for arm in measured if arm.startswith("btrfs")}, fh)
+    if not format2:
+        # what collect() adds: the spec (from the arm files and the
+        # workload.conf of the lab, as a job would ship them), the kernel
+        # and the CPU data
+        wl = M._read_kv(os.path.join(M.WORKLOADS_DIR, meta["workload"],
+                                     "workload.conf"), strip_quotes=True)
+        meta["description"] = wl.get("description", "")
+        meta["spec"] = M.build_spec(specs, meta["workload"], wl,
+                                    meta["phases"],
+                                    "synthetic: " + (arms_dir or "bench/arms"))
+        meta["kernel"] = M.kernel_of(
+            dict(meta["run_info"], kernel_tree_head="0123abc" * 5 + "01234"),
+            {"LAB_COMMIT": "f00dfeed" * 5, "LAB_DIRTY": "0"})
+        meta["cpu"] = None
+        if cpu:
+            with open(os.path.join(a.run_dir, "cpu.tsv"), "w") as fh:
+                for row in cpu_rows:
+                    fh.write("\t".join(map(str, row)) + "\n")
+            meta["cpu"] = {"file": "cpu.tsv", "user_hz": USER_HZ,
+                           "user_hz_source": "synthetic",
+                           "lines": len(cpu_rows)}
     with open(os.path.join(a.run_dir, "meta.json"), "w") as fh:
         json.dump(meta, fh, indent=1)
 
@@ -297,9 +350,20 @@ def main(argv=None):
                          "(btrfs-extent and btrfs-inode; others skipped)")
     ap.add_argument("--extras", action="store_true",
                     help="also profiles/, scaling.json, extent_counts")
+    ap.add_argument("--cpu-scale", action="append", default=[],
+                    help="ARM=FACTOR: multiply an arm's CPU cost")
+    ap.add_argument("--no-cpu", action="store_true",
+                    help="no CPU data (a guest without /proc/stat)")
+    ap.add_argument("--format2", action="store_true",
+                    help="a run of format 2 (no spec, no CPU data)")
+    ap.add_argument("--arms-dir", default=None,
+                    help="arm files to describe the run with (default: "
+                         "the lab's bench/arms)")
     a = ap.parse_args(argv)
     make_run(a.run_dir, a.seed, a.reps, a.scale, a.skip, a.scaling_phases,
-             a.extras, a.groupsweep)
+             a.extras, a.groupsweep, cpu=not a.no_cpu,
+             cpu_scale=a.cpu_scale, format2=a.format2,
+             arms_dir=a.arms_dir)
 
 
 if __name__ == "__main__":

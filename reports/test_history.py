@@ -15,6 +15,7 @@ import unittest
 
 from reports import history as H
 from reports import index as I
+from reports import labstats as L
 from reports import synthrun
 
 
@@ -73,14 +74,19 @@ class History(unittest.TestCase):
         self.assertEqual([r[0] for r in runs],
                          [os.path.basename(r) for r in self.runs])
         self.assertEqual(runs[0][1:], ("tcg", "0123abc", "feedbeef", 5))
-        # 5 comparisons (bench/arms/) x 3 phases, all arms measured
-        n = db.execute("SELECT COUNT(*) FROM ratios").fetchone()[0]
-        self.assertEqual(n, 3 * 15)
+        # 5 comparisons (the runs' arm definitions) x 3 phases, all arms
+        # measured, for throughput and for CPU cost per MiB
+        n = db.execute("SELECT metric, COUNT(*) FROM ratios GROUP BY metric "
+                       "ORDER BY metric").fetchall()
+        self.assertEqual(n, [("bw_bytes", 3 * 15), ("cpu_per_mib", 3 * 15)])
+        self.assertEqual(db.execute(
+            "SELECT kernel_tree_head, lab_commit FROM runs LIMIT 1"
+        ).fetchone(), ("0123abc" * 5 + "01234", "f00dfeed" * 5))
         db.close()
 
     def test_values_and_ci(self):
         s = H.series("fragmented", self.store)
-        pts = s[("btrfs-extent/btrfs-inode", "seqread")]
+        pts = s[("bw_bytes", "btrfs-extent/btrfs-inode", "seqread")]
         self.assertEqual(len(pts), 3)
         first, slower, one = pts
         self.assertLess(first["ci_lo"], first["value"])
@@ -92,22 +98,34 @@ class History(unittest.TestCase):
         # one rep: a point, no CI, and it says why
         self.assertIsNone(one["ci_lo"])
         self.assertEqual(one["not_conclusive"], "not conclusive (n = 1)")
+        # the report's number: the one ratio definition
+        self.assertEqual(first["value"],
+                         L.ratio_of_samples(first["samples"])["value"])
+        cpu = s[("cpu_per_mib", "btrfs-extent/btrfs-inode", "seqread")]
+        self.assertAlmostEqual(cpu[0]["value"], 1.01, delta=0.02)
 
     def test_append_again_replaces(self):
         H.append(self.runs[0], None, self.store)
         s = H.series("fragmented", self.store)
-        self.assertEqual(len(s[("btrfs-extent/btrfs-inode", "seqread")]), 3)
+        self.assertEqual(len(s[("bw_bytes", "btrfs-extent/btrfs-inode",
+                                "seqread")]), 3)
         # put the report link back for the other tests
         H.append(self.runs[0], os.path.join(self.reports, "20261201"),
                  self.store)
 
     def test_trend_page_links_every_point_to_its_report(self):
-        self.assertEqual(self.n, 15)
+        self.assertEqual(self.n, 30)  # 15 of throughput, 15 of CPU
         with open(os.path.join(self.out, "index.html")) as f:
             page = f.read()
         svg_links = re.findall(r'<a xlink:href="([^"]+)"', page)
-        # the two 5-rep runs and the 1-rep run, in each of the 15 plots
-        self.assertEqual(len(svg_links), 3 * 15)
+        # the two 5-rep runs and the 1-rep run, in each of the 30 plots
+        self.assertEqual(len(svg_links), 3 * 30)
+        # in the runs' own order: throughput first, main comparison first
+        heads = re.findall(r"<h2>([^<]+)</h2>", page)
+        self.assertEqual(heads[0],
+                         "btrfs-extent/btrfs-inode seqread: throughput ratio")
+        self.assertEqual(heads[15], "btrfs-extent/btrfs-inode seqread: CPU "
+                                    "cost per MiB ratio")
         for link in set(svg_links):
             self.assertTrue(os.path.exists(os.path.join(self.out, link)),
                             link)
@@ -121,6 +139,41 @@ class History(unittest.TestCase):
         self.assertTrue("baseline 0.9850" in page, "no baseline label")
         self.assertTrue("regression threshold (-5%)" in page,
                         "no threshold label")
+
+    def test_schema_1_store_upgraded_with_todays_definition(self):
+        d = os.path.join(self.tmp.name, "old-store")
+        os.makedirs(d)
+        db = sqlite3.connect(os.path.join(d, "history.sqlite"))
+        db.executescript("""
+            CREATE TABLE runs (id INTEGER PRIMARY KEY, run TEXT NOT NULL
+                UNIQUE, workload TEXT NOT NULL, date TEXT NOT NULL, accel
+                TEXT, kernel_release TEXT, kernel_series_hash TEXT,
+                kernel_config_sha256 TEXT, reps INTEGER,
+                injected_lookup_delay_us INTEGER, report TEXT);
+            CREATE TABLE ratios (run_id INTEGER NOT NULL REFERENCES runs(id)
+                ON DELETE CASCADE, ratio TEXT NOT NULL, phase TEXT NOT NULL,
+                value REAL NOT NULL, ci_lo REAL, ci_hi REAL, n_a INTEGER NOT
+                NULL, n_b INTEGER NOT NULL, not_conclusive TEXT, samples TEXT
+                NOT NULL, PRIMARY KEY (run_id, ratio, phase));
+            INSERT INTO runs VALUES (1, 'old', 'fragmented',
+                '2026-12-01T00:00:00Z', 'icount', NULL, NULL, NULL, 5, 0,
+                NULL);
+            INSERT INTO ratios VALUES (1, 'btrfs-extent/btrfs-inode',
+                'seqread', 0.5, 0.4, 0.6, 5, 5, NULL,
+                '[1.0, 2.0, 4.0, 1.0, 2.0]');""")
+        db.commit()
+        db.close()
+        pts = H.series("fragmented", d)[("bw_bytes",
+                                         "btrfs-extent/btrfs-inode",
+                                         "seqread")]
+        want = L.ratio_of_samples([1.0, 2.0, 4.0, 1.0, 2.0])
+        self.assertEqual(len(pts), 1)
+        self.assertAlmostEqual(pts[0]["value"], want["value"], places=12)
+        self.assertAlmostEqual(pts[0]["ci_lo"], want["ci_lo"], places=12)
+        # and a new run goes in beside it
+        H.append(self.runs[0], None, d)
+        self.assertEqual(len(H.series("fragmented", d)[(
+            "bw_bytes", "btrfs-extent/btrfs-inode", "seqread")]), 2)
 
     def test_store_inside_build_refused(self):
         top = os.path.dirname(os.path.dirname(os.path.abspath(H.__file__)))

@@ -34,31 +34,83 @@ class Summary(unittest.TestCase):
         self.assertTrue(math.isnan(s["median"]))
 
 
-class Bootstrap(unittest.TestCase):
-    A = [98.0, 100.0, 102.0, 99.0, 101.0]
-    B = [49.0, 50.0, 51.0, 49.5, 50.5]
+class Ratio(unittest.TestCase):
+    """The one ratio definition: geometric mean of per-rep ratios, paired
+    by rep, with a bootstrap CI over the pairs (labstats.ratio)."""
+    A = {1: 98.0, 2: 100.0, 3: 102.0, 4: 99.0, 5: 101.0}
+    B = {1: 49.0, 2: 50.0, 3: 51.0, 4: 49.5, 5: 50.5}
 
-    def test_ratio_of_medians_and_ci_contains_true_ratio(self):
-        r, lo, hi = L.bootstrap_ratio_ci(self.A, self.B)
-        self.assertEqual(r, 2.0)
-        self.assertLess(lo, 2.0)
-        self.assertGreater(hi, 2.0)
-        # resampled medians are sample values: the CI cannot be wider than
-        # min(A)/max(B) .. max(A)/min(B)
-        self.assertGreaterEqual(lo, 98 / 51)
-        self.assertLessEqual(hi, 102 / 49)
+    def test_geometric_mean_of_per_rep_ratios(self):
+        # per-rep ratios 2, 2, 2, 2, 2: the ratio is exactly 2, and every
+        # resample too
+        r = L.ratio(self.A, self.B)
+        self.assertEqual(r["value"], 2.0)
+        self.assertEqual((r["ci_lo"], r["ci_hi"]), (2.0, 2.0))
+        self.assertEqual(r["reps"], [1, 2, 3, 4, 5])
+        self.assertTrue(r["ci_supported"])
+        self.assertIsNone(r["not_conclusive"])
+
+    def test_known_answer(self):
+        # ratios 1, 2, 4: geometric mean 2 (the median is 2, the mean 7/3)
+        r = L.ratio_of_samples([1.0, 2.0, 4.0])
+        self.assertAlmostEqual(r["value"], 2.0, places=12)
+        r = L.ratio_of_samples([0.5, 2.0])
+        self.assertAlmostEqual(r["value"], 1.0, places=12)
+
+    def test_reciprocal(self):
+        # B/A is exactly 1 / (A/B), the CI's bounds swap
+        a = {1: 3.0, 2: 5.0, 3: 4.0, 4: 7.0, 5: 6.5}
+        b = {1: 2.0, 2: 4.5, 3: 4.1, 4: 5.0, 5: 6.0}
+        ab, ba = L.ratio(a, b), L.ratio(b, a)
+        self.assertAlmostEqual(ab["value"] * ba["value"], 1.0, places=12)
+        self.assertAlmostEqual(ab["ci_lo"] * ba["ci_hi"], 1.0, places=9)
+
+    def test_pairing_cancels_a_drift_common_to_both_arms(self):
+        # the host slows down over the run, both arms alike; A is 10% faster
+        drift = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.9, 5: 0.7}
+        a = {r: 110.0 * d for r, d in drift.items()}
+        b = {r: 100.0 * d for r, d in drift.items()}
+        r = L.ratio(a, b)
+        self.assertAlmostEqual(r["value"], 1.1, places=12)
+        self.assertAlmostEqual(r["ci_lo"], 1.1, places=12)
+        self.assertAlmostEqual(r["ci_hi"], 1.1, places=12)
+
+    def test_ci_contains_the_value_and_stays_in_the_sample_range(self):
+        s = [0.95, 1.02, 0.98, 1.01, 0.97]
+        r = L.ratio_of_samples(s)
+        self.assertLess(r["ci_lo"], r["value"])
+        self.assertGreater(r["ci_hi"], r["value"])
+        self.assertGreaterEqual(r["ci_lo"], min(s))
+        self.assertLessEqual(r["ci_hi"], max(s))
 
     def test_deterministic(self):
-        self.assertEqual(L.bootstrap_ratio_ci(self.A, self.B),
-                         L.bootstrap_ratio_ci(self.A, self.B))
+        s = [0.95, 1.02, 0.98, 1.01, 0.97]
+        self.assertEqual(L.ratio_of_samples(s), L.ratio_of_samples(s))
 
-    def test_identical_constant_samples_give_degenerate_ci(self):
-        self.assertEqual(L.bootstrap_ratio_ci([5, 5, 5], [5, 5, 5]),
-                         (1.0, 1.0, 1.0))
+    def test_only_reps_of_both_arms_pair(self):
+        r = L.ratio({1: 10, 2: 20, 3: 30}, {1: 5, 3: 10, 4: 1})
+        self.assertEqual(r["reps"], [1, 3])
+        self.assertAlmostEqual(r["value"], 6 ** 0.5, places=12)
 
-    def test_empty_gives_nan(self):
-        self.assertTrue(all(math.isnan(v)
-                            for v in L.bootstrap_ratio_ci([], [1, 2])))
+    def test_too_few_pairs_no_ci(self):
+        # 3 pairs: a resample is the worst pair three times with
+        # probability 1/27 > 0.025
+        self.assertAlmostEqual(L.mean_at_extreme(3), 1 / 27, places=12)
+        self.assertFalse(L.paired_ci_supported(3))
+        self.assertTrue(L.paired_ci_supported(4))
+        r = L.ratio_of_samples([1.0, 1.1, 0.9])
+        self.assertTrue(math.isnan(r["ci_lo"]))
+        self.assertEqual(r["not_conclusive"], "not conclusive (n = 3)")
+        self.assertEqual(L.ratio_of_samples([1.0])["not_conclusive"],
+                         "not conclusive (n = 1)")
+
+    def test_zero_or_missing_samples_are_dropped(self):
+        # a rep that counted 0 CPU ticks has no logarithm
+        r = L.ratio_of_samples([0.0, 2.0, 2.0, 2.0, 2.0])
+        self.assertEqual((r["value"], r["n"], r["dropped"]), (2.0, 4, [0.0]))
+        r = L.ratio({}, {1: 2.0})
+        self.assertTrue(math.isnan(r["value"]))
+        self.assertEqual(r["n"], 0)
 
 
 class MannWhitney(unittest.TestCase):

@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -24,22 +25,30 @@ FIO = {"fio version": "fio-3.33", "jobs": [{
     "write": {"io_bytes": 0}}]}
 
 
-def fake_guest(root, facts_extra=(), fmt="2"):
+def fake_guest(root, facts_extra=(), fmt="3",
+               cpu="btrfs-extent\t1\tseqread\t7\nbtrfs-inode\t1\tseqread\t5\n"):
     """VM_DIR and JOB_DIR as a benchmark VM leaves them: two arms measured
-    (btrfs-extent, btrfs-inode), ext4-inode skipped, one rep."""
+    (btrfs-extent, btrfs-inode), ext4-inode skipped, one rep; the job has
+    a copy of the lab's arm files, as bench/run-bench.sh ships them."""
     vm, job = os.path.join(root, "vm"), os.path.join(root, "job")
     bench = os.path.join(vm, "results", "bench")
     wl = os.path.join(job, "bench", "workloads", "fragmented")
     for d in (bench, wl):
         os.makedirs(d)
+    shutil.copytree(M.ARMS_DIR, os.path.join(job, "bench", "arms"))
     files = {
         os.path.join(job, "bench.env"):
             'WORKLOAD=fragmented\nREPS=1\nARMS="btrfs-extent btrfs-inode '
-            'ext4-inode"\nPROFILE=0\nINJECT_LOOKUP_DELAY_US=0\n',
-        os.path.join(wl, "workload.conf"): 'description="frag"\n',
+            'ext4-inode"\nPROFILE=0\nINJECT_LOOKUP_DELAY_US=0\n'
+            "LAB_COMMIT=0a1b2c\nLAB_DIRTY=1\n",
+        os.path.join(wl, "workload.conf"):
+            'description="frag"\nANALYSIS=phases\nGOAL_CPU_PER_MIB=1.02\n',
         os.path.join(wl, "seqread.fio"): "[seqread]\nrw=read\n",
         os.path.join(vm, "run.info"):
-            "accel=tcg\ndate=2026-12-04T02:00:00Z\nkernel_series_hash=abc\n",
+            "accel=tcg\ndate=2026-12-04T02:00:00Z\nkernel_series_hash=abc\n"
+            "kernel_release=6.1.192+\nkernel_tree_head=fedcba98\n",
+        os.path.join(bench, "cpu.tsv"): cpu,
+        os.path.join(bench, "user-hz"): "100\n",
         os.path.join(vm, "console.log"): "boot\n",
         os.path.join(bench, "format"): fmt + "\n",
         os.path.join(bench, "phases"): "seqread\n",
@@ -181,37 +190,97 @@ class Collect(unittest.TestCase):
         with self.assertRaisesRegex(M.RunError, "run format None"):
             M.load_run(run_dir)
 
-    def test_arms_are_data(self):
-        # the lab's own arm files: order and comparisons, main one first
-        self.assertEqual(M.KNOWN_ARMS, ["btrfs-extent", "btrfs-extent-key",
-                                        "btrfs-inode",
-                                        "btrfs-plain", "ext4-inode",
-                                        "ext4-plain"])
-        self.assertEqual((M.MAIN_A, M.MAIN_B), ("btrfs-extent",
-                                                "btrfs-inode"))
-        self.assertEqual(M.ARM_SPECS["btrfs-inode"]["MOUNT_OPTS"],
-                         "fscrypt_per_inode_keys")
-        # one key per extent (the upstream design) against per-inode keys,
-        # right after the main comparison
-        self.assertEqual([(a, b) for a, b, _ in M.COMPARISONS[:2]],
+    def test_the_run_describes_itself(self):
+        vm, job = fake_guest(self.root)
+        run_dir = os.path.join(self.root, "run")
+        meta = M.collect(vm, job, run_dir)
+        spec = meta["spec"]
+        # the job's arm files, in their order, with the comparisons
+        self.assertEqual(spec["arm_order"], [
+            "btrfs-extent", "btrfs-extent-key", "btrfs-inode", "btrfs-plain",
+            "ext4-inode", "ext4-plain"])
+        self.assertEqual([(c["a"], c["b"]) for c in spec["comparisons"][:2]],
                          [("btrfs-extent", "btrfs-inode"),
                           ("btrfs-extent-key", "btrfs-inode")])
-        self.assertEqual(M.ARM_SPECS["btrfs-extent-key"]["MOUNT_OPTS"],
+        self.assertEqual(spec["arms"]["btrfs-extent-key"]["MOUNT_OPTS"],
                          "fscrypt_extents_per_key=1")
-        self.assertEqual(M.ARM_SPECS["btrfs-extent-key"]["KEY_MODE"],
+        wl = spec["workload"]
+        self.assertEqual((wl["name"], wl["analysis"]),
+                         ("fragmented", "phases"))
+        self.assertEqual(wl["goals"]["cpu_per_mib_max"], 1.02)  # the conf's
+        self.assertEqual(wl["goals"]["bw_min"], 0.97)            # default
+        self.assertEqual(wl["goals"]["judged_phases"], ["seqread"])
+        self.assertEqual(spec["metrics"]["cpu_per_mib"]["better"], "lower")
+        self.assertEqual(spec["ratio"]["function"], "reports.labstats.ratio")
+        self.assertEqual(meta["kernel"]["tree_head"], "fedcba98")
+        self.assertEqual(meta["kernel"]["release"], "6.1.192+")
+        self.assertEqual((meta["kernel"]["lab_commit"],
+                          meta["kernel"]["lab_dirty"]), ("0a1b2c", True))
+        # CPU: 7 ticks at 100 Hz for 4096 bytes moved in 1 I/O
+        self.assertEqual(meta["cpu"]["user_hz"], 100)
+        run = M.load_run(run_dir)
+        d = run["data"]["btrfs-extent"]["seqread"][1]
+        self.assertAlmostEqual(d["cpu_s"], 0.07)
+        self.assertAlmostEqual(d["cpu_per_mib"], 0.07 * 256)
+        self.assertAlmostEqual(d["cpu_per_op"], 0.07)
+        self.assertTrue(run["has_cpu"])
+        self.assertEqual(run["main"], ("btrfs-extent", "btrfs-inode"))
+
+    def test_spec_comes_from_the_job_not_the_working_tree(self):
+        vm, job = fake_guest(self.root)
+        conf = os.path.join(job, "bench", "arms", "btrfs-plain.conf")
+        with open(conf) as f:
+            text = f.read()
+        with open(conf, "w") as f:  # now the first comparison
+            f.write(text.replace("COMPARISON_ORDER=5", "COMPARISON_ORDER=0"))
+        meta = M.collect(vm, job, os.path.join(self.root, "run"))
+        self.assertEqual(meta["spec"]["comparisons"][0]["a"], "btrfs-plain")
+        self.assertEqual(meta["spec"]["workload"]["goals"]["comparison"],
+                         ["btrfs-plain", "ext4-plain"])
+
+    def test_guest_without_cpu_data(self):
+        # a guest that could not read /proc/stat wrote an empty cpu.tsv
+        vm, job = fake_guest(self.root, cpu="")
+        run_dir = os.path.join(self.root, "run")
+        meta = M.collect(vm, job, run_dir)
+        self.assertIsNone(meta["cpu"])
+        run = M.load_run(run_dir)
+        self.assertFalse(run["has_cpu"])
+        self.assertIsNone(run["data"]["btrfs-inode"]["seqread"][1]["cpu_s"])
+        self.assertEqual(M.values_by_rep(run, "btrfs-inode", "seqread",
+                                         "cpu_per_mib"), {})
+
+    def test_arm_files_as_read(self):
+        # the lab's own arm files: order and comparisons, main one first
+        specs = M.read_arm_specs()
+        self.assertEqual(list(specs), ["btrfs-extent", "btrfs-extent-key",
+                                       "btrfs-inode", "btrfs-plain",
+                                       "ext4-inode", "ext4-plain"])
+        self.assertEqual(specs["btrfs-inode"]["MOUNT_OPTS"],
+                         "fscrypt_per_inode_keys")
+        self.assertEqual(specs["btrfs-extent-key"]["KEY_MODE"],
                          "per-extent-key")
+        # one key per extent (the upstream design) against per-inode keys,
+        # right after the main comparison
+        self.assertEqual([(c["a"], c["b"])
+                          for c in M.comparisons_of(specs)[:2]],
+                         [("btrfs-extent", "btrfs-inode"),
+                          ("btrfs-extent-key", "btrfs-inode")])
         # a directory of other arms: read as they are
         d = os.path.join(self.root, "arms")
         os.makedirs(d)
         for name, text in (("b.conf", 'ORDER=2\nFS=x\nREFERENCE=a\n'
                                       'COMPARISON="b over a"\n'),
-                           ("a.conf", "ORDER=1\nFS=y\n"),
+                           ("a.conf", "ORDER=1\nFS=y\nFS=z\n"),
                            ("notes.txt", "ORDER=0\n")):
             with open(os.path.join(d, name), "w") as f:
                 f.write(text)
         specs = M.read_arm_specs(d)
         self.assertEqual(list(specs), ["a", "b"])
         self.assertEqual(specs["b"]["COMPARISON"], "b over a")
+        self.assertEqual(specs["a"]["FS"], "y")  # first line, as arms.sh
+        self.assertEqual(M.comparisons_of(specs),
+                         [{"a": "b", "b": "a", "label": "b over a"}])
 
     def test_baseline_records_no_absolute_path(self):
         run_dir = os.path.join(self.root, "20261204-020000-fragmented")
@@ -225,6 +294,56 @@ class Collect(unittest.TestCase):
         self.assertNotIn(self.root, text)
         self.assertEqual(json.loads(text)["created_from"]["run"],
                          "20261204-020000-fragmented")
+
+
+class Format2(unittest.TestCase):
+    """Runs of format 2 (no spec, no CPU data) are still read, with the
+    documented fallbacks."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_fallback_arm_table(self):
+        run_dir = os.path.join(self.root, "f2")
+        synthrun.make_run(run_dir, reps=2, format2=True)
+        run = M.load_run(run_dir)
+        self.assertEqual(run["format"], 2)
+        self.assertEqual(run["arm_order"], list(M.FORMAT2_ARMS))
+        self.assertEqual(run["main"], ("btrfs-extent", "btrfs-inode"))
+        self.assertFalse(run["has_cpu"])
+        self.assertEqual(run["goals"]["decide"], "bw_bytes+p99")
+        self.assertNotIn("cpu_per_mib", run["metrics"])
+        self.assertTrue(any("FORMAT2_ARMS" in n for n in run["spec_notes"]))
+
+    def test_job_arm_files_kept_in_the_run_directory(self):
+        # bench/run-bench.sh keeps the job in the run directory: its arm
+        # files are those that ran, and win over the frozen table
+        run_dir = os.path.join(self.root, "f2")
+        synthrun.make_run(run_dir, reps=2, format2=True)
+        arms = os.path.join(run_dir, "job", "bench", "arms")
+        shutil.copytree(M.ARMS_DIR, arms)
+        conf = os.path.join(arms, "btrfs-extent.conf")
+        with open(conf) as f:
+            text = f.read()
+        with open(conf, "w") as f:
+            f.write(text.replace("DESCRIPTION=",
+                                 'DESCRIPTION="what this old run called '
+                                 'it"\nOLD_DESCRIPTION='))
+        run = M.load_run(run_dir)
+        self.assertEqual(run["spec"]["arms"]["btrfs-extent"]["DESCRIPTION"],
+                         "what this old run called it")
+        self.assertTrue(any("job/bench/arms" in n for n in run["spec_notes"]))
+
+    def test_groupsweep_analysis_inferred(self):
+        run_dir = os.path.join(self.root, "gs")
+        synthrun.make_run(run_dir, reps=1, groupsweep=True, format2=True)
+        run = M.load_run(run_dir)
+        self.assertEqual(run["analysis"], "groupsweep")
+        self.assertEqual(run["goals"]["judged_phases"], ["seqread-g0"])
 
 
 if __name__ == "__main__":

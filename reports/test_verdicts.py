@@ -80,12 +80,15 @@ class Verdicts(unittest.TestCase):
 
     def test_one_rep_every_verdict_not_conclusive(self):
         vs = self.res1["verdicts"]
-        self.assertEqual(len(vs), 4)  # 2 read phases x throughput, p99
+        # one per phase, reads and the write, on CPU cost per MiB
+        self.assertEqual([v["phase"] for v in vs],
+                         ["seqread", "randread", "randwrite"])
         for v in vs:
             self.assertEqual(v["status"], "not conclusive", v)
+            self.assertEqual(v["basis"], "cpu_per_mib")
             self.assertIn("**not conclusive (n = 1)**", v["text"])
-            self.assertNotIn("CI", v["text"].split(":")[1])
-            self.assertNotIn("met**", v["text"])
+            self.assertNotIn("(95% CI", v["text"])
+            self.assertNotIn("met", v["text"])
             self.assertIn("at least 4 reps per arm", v["text"])
             self.assertNotIn("ci_lo", v)
 
@@ -111,6 +114,77 @@ class Verdicts(unittest.TestCase):
             self.assertIn(v["status"], ("met", "not met"), v)
             self.assertIn("95% CI", v["text"])
             self.assertLessEqual(v["ci_lo"], v["ci_hi"])
+
+
+class CpuVerdicts(unittest.TestCase):
+    """The main comparison's verdicts decide on CPU cost per MiB; without
+    CPU data they fall back to throughput and p99, labelled so."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        t = cls.tmp.name
+        synthrun.make_run(os.path.join(t, "cpu"), seed=31, reps=5)
+        # 10% more CPU per MiB on btrfs-extent, throughput unchanged
+        synthrun.make_run(os.path.join(t, "costly"), seed=31, reps=5,
+                          cpu_scale=["btrfs-extent=1.1"])
+        synthrun.make_run(os.path.join(t, "nocpu"), seed=31, reps=5,
+                          cpu=False)
+        synthrun.make_run(os.path.join(t, "f2"), seed=31, reps=5,
+                          format2=True)
+        cls.res = {n: _analyze(os.path.join(t, n))
+                   for n in ("cpu", "costly", "nocpu", "f2")}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_decided_on_cpu_per_mib(self):
+        vs = self.res["cpu"]["verdicts"]
+        self.assertEqual([(v["phase"], v["metric"], v["status"])
+                          for v in vs],
+                         [(p, "CPU per MiB", "met")
+                          for p in ("seqread", "randread", "randwrite")])
+        for v in vs:
+            self.assertIn("CPU cost per MiB", v["text"])
+            self.assertIn("Beside it (not deciding): throughput", v["text"])
+            self.assertIn("p99 latency", v["text"])
+            self.assertEqual(v["goal"], 1.03)
+
+    def test_costlier_cpu_fails_with_throughput_unchanged(self):
+        vs = self.res["costly"]["verdicts"]
+        self.assertEqual({v["status"] for v in vs}, {"not met"})
+        for v in vs:
+            self.assertAlmostEqual(v["value"], 1.01 * 1.1, delta=0.02)
+        # the throughput beside it still meets its goal on the reads
+        self.assertEqual(vs[0]["beside"]["throughput"], "met")
+
+    def test_cpu_ratio_is_the_one_definition(self):
+        c = [c for c in self.res["cpu"]["comparisons"]
+             if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
+        run = M.load_run(os.path.join(self.tmp.name, "cpu"))
+        want = L.ratio(M.values_by_rep(run, "btrfs-extent", "seqread",
+                                       "cpu_per_mib"),
+                       M.values_by_rep(run, "btrfs-inode", "seqread",
+                                       "cpu_per_mib"))
+        self.assertEqual(c["cpu"]["ratio"], want["value"])
+        self.assertEqual((c["cpu"]["ci_lo"], c["cpu"]["ci_hi"]),
+                         (want["ci_lo"], want["ci_hi"]))
+
+    def test_without_cpu_data_the_old_metric_labelled(self):
+        for name in ("nocpu", "f2"):
+            vs = self.res[name]["verdicts"]
+            # 2 read phases x throughput, p99; the write is not judged
+            self.assertEqual([(v["phase"], v["metric"]) for v in vs],
+                             [("seqread", "throughput"),
+                              ("seqread", "p99 latency"),
+                              ("randread", "throughput"),
+                              ("randread", "p99 latency")], name)
+            for v in vs:
+                self.assertEqual(v["basis"], "fallback")
+                self.assertIn("[old metric:", v["text"])
+                self.assertIn(v["status"], ("met", "not met"))
+        self.assertIn("format-2 run", self.res["f2"]["verdicts"][0]["text"])
 
 
 class Check(unittest.TestCase):
