@@ -66,9 +66,10 @@
  *     of handing the marker out as file contents; the partner in the same
  *     leaf still reads back.
  *
- *  5. (per-extent keys) a preallocated extent of an encrypted file
- *     rewritten to encryption 0, then written into and fsynced: the write
- *     fails cleanly (EIO or EUCLEAN, "has encryption 0, the inode needs 2"),
+ *  5. (per-extent keys) a preallocated extent past EOF of an encrypted
+ *     file rewritten to encryption 0, its inode to NODATACOW (not
+ *     PREALLOC), then written into at EOF and fsynced: the write fails
+ *     cleanly (EIO or EUCLEAN, "has encryption 0, the inode needs 2"),
  *     with no kernel warning, and the partner in the same leaf reads back.
  *
  * The console check of the runner fails the run if any of this oopses.
@@ -107,6 +108,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/btrfs.h>
+#include <linux/falloc.h>
 #include <linux/btrfs_tree.h>
 #include <linux/fscrypt.h>
 
@@ -1402,25 +1404,71 @@ static void test_missing_context(void)
 
 #define PREALLOC_LEN (256 * 1024)
 #define PREALLOC_WRITE 16384
+#define INODE_ITEM_FLAGS 64		/* btrfs_inode_item::flags */
+#define INODE_NODATASUM (1ULL << 0)
+#define INODE_NODATACOW (1ULL << 1)
+#define INODE_PREALLOC (1ULL << 4)
+
+struct prealloc_edit {
+	struct extent_case ec;
+	uint64_t ino;
+};
+
+/*
+ * The victim's preallocated extent (past EOF) loses its context and says
+ * encryption 0, as edit_cut() does it, and the victim's inode item, in the
+ * same leaf, becomes NODATACOW|NODATASUM without PREALLOC: a buffered
+ * write at EOF then looks up no extent (btrfs_set_extent_delalloc() skips
+ * that past EOF when the inode is not PREALLOC), and writeback goes
+ * through run_delalloc_nocow(), whose verdict on the extent is the point.
+ */
+static int edit_prealloc_nocow(unsigned char *blk, uint32_t nodesize,
+			       size_t in, void *arg)
+{
+	struct prealloc_edit *pe = arg;
+	int islot = find_item_by_key(blk, nodesize, pe->ino,
+				     BTRFS_INODE_ITEM_KEY, 0);
+	unsigned char *flags;
+	uint64_t v;
+
+	if (islot < 0 || extent_ctx_slot(blk, nodesize, in, &pe->ec) < 0)
+		return 0;
+	flags = blk + braw_item_start(blk, (uint32_t)islot) + INODE_ITEM_FLAGS;
+	v = braw_le64(flags);
+	v = (v | INODE_NODATACOW | INODE_NODATASUM) & ~INODE_PREALLOC;
+	if (!edit_cut(blk, nodesize, in, &pe->ec))
+		return 0;
+	/* the cut moved the items stored below the extent's: find it again */
+	islot = find_item_by_key(blk, nodesize, pe->ino, BTRFS_INODE_ITEM_KEY, 0);
+	if (islot < 0)
+		return 0;
+	flags = blk + braw_item_start(blk, (uint32_t)islot) + INODE_ITEM_FLAGS;
+	braw_put_le64(flags, v);
+	return 1;
+}
 
 /*
  * Review round 2, finding 2: whether a range of an encrypted file may be
  * written in place (NOCOW) must come from the inode, not from the extent.
- * The victim's preallocated extent (encryption 2, a version 2 context) is
- * rewritten, with a valid checksum, to encryption 0 at the 53 bytes of an
- * unencrypted item.  Writing into it and fsyncing must fail cleanly (EIO or
- * EUCLEAN, "has encryption 0, the inode needs 2" naming the victim's inode)
- * instead of sending writeback through the NOCOW path, which had no extent
- * key for it and warned in btrfs_fscrypt_write_extent_info().  No kernel
- * warning, and the partner in the same leaf reads back.
+ * The victim's preallocated extent past EOF (encryption 2, a version 2
+ * context) is rewritten, with a valid checksum, to encryption 0 at the 53
+ * bytes of an unencrypted item, and its inode to NODATACOW without
+ * PREALLOC.  Writing at EOF and fsyncing must fail cleanly (EIO or EUCLEAN,
+ * "has encryption 0, the inode needs 2" naming the victim's inode) instead
+ * of writing back through the NOCOW path, which had no extent key for it
+ * and warned in btrfs_fscrypt_write_extent_info().  No kernel warning, and
+ * the partner in the same leaf reads back.
  */
 static void test_crafted_prealloc_write(void)
 {
-	static const struct extent_case ec = {
-		"prealloc-plain", "preallocated extent: encryption 2 -> 0, item cut to 53 bytes",
-		LAB_FSCRYPT_EXTENT_CTX_V2, edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE,
-		LAB_FSCRYPT_EXTENT_CTX_V2_SIZE, IN_BTRFS, NULL, 0, 0, NULL, NULL,
+	struct prealloc_edit pe = {
+		.ec = {
+			"prealloc-nocow", "preallocated extent past EOF: encryption 2 -> 0, item cut to 53 bytes; inode NODATACOW, not PREALLOC",
+			LAB_FSCRYPT_EXTENT_CTX_V2, edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE,
+			LAB_FSCRYPT_EXTENT_CTX_V2_SIZE, IN_BTRFS, NULL, 0, 0, NULL, NULL,
+		},
 	};
+	const struct extent_case *ec = &pe.ec;
 	unsigned char ctx[MAX_EXTENT_CTX][LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	unsigned char data[PREALLOC_WRITE], pdata[8192];
@@ -1429,7 +1477,7 @@ static void test_crafted_prealloc_write(void)
 	int fd, n = 0, r, nctx, ret, e;
 	struct stat st;
 
-	printf("== %s, then written into and fsynced\n", ec.what);
+	printf("== %s, then written into and fsynced\n", ec->what);
 	fill_pattern(data, sizeof(data), 0x9a11u);
 	fill_pattern(pdata, sizeof(pdata), 0x9a12u);
 	if (make_victim(id, data, 0, NULL, NULL, pdata, sizeof(pdata)))
@@ -1439,55 +1487,60 @@ static void test_crafted_prealloc_write(void)
 		lab_umount(mnt);
 		return;
 	}
-	ret = CHECK_OK(fallocate(fd, 0, 0, PREALLOC_LEN), "fallocate %s",
-		       victim);
+	ret = CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, PREALLOC_LEN),
+		       "fallocate (keep size) %s", victim);
 	close(fd);
 	sync();
 	CHECK_OK(stat(victim, &st), "stat %s", victim);
-	nctx = ret ? extent_ctxs(victim, &ec, ctx, MAX_EXTENT_CTX, &bytenr) : -1;
+	pe.ino = st.st_ino;
+	nctx = ret ? extent_ctxs(victim, ec, ctx, MAX_EXTENT_CTX, &bytenr) : -1;
 	CHECK_OK(lab_umount(mnt), "umount");
 	if (nctx < 1)
 		return;
 	for (r = 0; r < nctx; r++) {
 		ret = rewrite_tree_blocks("extent context", ctx[r],
-					  ctx_needle_len(&ec), ec.edit,
-					  (void *)&ec, NULL);
+					  ctx_needle_len(ec), edit_prealloc_nocow,
+					  &pe, NULL);
 		if (ret < 0)
 			return;
 		n += ret;
 	}
-	if (!CHECK(n >= 1, "%s: no tree block with the victim's extent context found on %s",
-		   ec.what, dev))
+	if (!CHECK(n >= 1, "%s: no tree block with the victim's extent context and inode item found on %s",
+		   ec->what, dev))
 		return;
-	printf("%s: changed %d tree block cop%s\n", ec.what, n, n == 1 ? "y" : "ies");
+	printf("%s: changed %d tree block cop%s\n", ec->what, n, n == 1 ? "y" : "ies");
 
-	snprintf(marker, sizeof(marker), "lab-badinput-%s-%d", ec.tag, getpid());
+	snprintf(marker, sizeof(marker), "lab-badinput-%s-%d", ec->tag, getpid());
 	if (remount_marked(marker, id, NULL))
 		return;
 	fd = open(victim, O_WRONLY | O_CLOEXEC);
 	if (CHECK_OK(fd, "open %s after the corruption", victim)) {
-		CHECK_OK(pwrite_all(fd, data, sizeof(data), 0),
-			 "buffered write of %zu bytes into the crafted extent",
-			 sizeof(data));
-		ret = fsync(fd);
+		/* a buffered write may already refuse; else fsync must */
+		ret = pwrite_all(fd, data, sizeof(data), 0);
 		e = errno;
-		printf("%s: fsync after writing into it: %s\n", ec.what,
-		       ret ? strerror(e) : "ok");
+		printf("%s: buffered write of %zu bytes at EOF: %s\n", ec->what,
+		       sizeof(data), ret ? strerror(e) : "ok");
+		if (!ret) {
+			ret = fsync(fd);
+			e = errno;
+			printf("%s: fsync: %s\n", ec->what,
+			       ret ? strerror(e) : "ok");
+		}
 		CHECK(ret != 0 && (e == EIO || e == EUCLEAN),
-		      "%s: fsync after writing into the crafted extent: %s, want EIO or EUCLEAN",
-		      ec.what, ret ? lab_errname(e) : "success");
+		      "%s: writing into the crafted extent: %s, want EIO or EUCLEAN",
+		      ec->what, ret ? lab_errname(e) : "success");
 		close(fd);
 	}
 	snprintf(ere, sizeof(ere),
 		 "file extent of root [0-9]+ ino %llu offset 0 has encryption 0, the inode needs 2",
 		 (unsigned long long)st.st_ino);
 	CHECK(lab_log_has(ere), "%s: no kernel log line matching \"%s\"",
-	      ec.what, ere);
+	      ec->what, ere);
 	if (!CHECK(!lab_log_has(LAB_LOG_SPLAT_ERE),
 		   "%s: the kernel warned (log above), where a clean error was due",
-		   ec.what))
+		   ec->what))
 		lab_log_show(40);
-	expect_partner_intact(ec.what, pdata, sizeof(pdata));
+	expect_partner_intact(ec->what, pdata, sizeof(pdata));
 	CHECK_OK(lab_umount(mnt), "umount after the crafted write");
 }
 

@@ -6,21 +6,21 @@
  * independent computation (lib/fscrypt_ref.c) gives for its extent's key and
  * tweak.
  *
- * The format (patches 0022/0023): a regular or preallocated extent of a file
- * encrypted per extent (inode flag bit 13, item encryption 2) has its 53-byte
- * file extent item followed by an fscrypt extent context, told apart by its
- * first byte: version 2 (44 bytes: mode, flags 0, reserved 0, key identifier,
- * the key nonce of the key group the extent was written in, the extent's
- * number in that group), written by default; version 1 (34 bytes: mode, key
- * identifier, a nonce of the extent's own), written under
+ * The format (the key-group patches of the series): a regular or preallocated
+ * extent of a file encrypted per extent (inode flag bit 13, item encryption
+ * 2) has its 53-byte file extent item followed by an fscrypt extent context,
+ * told apart by its first byte: version 2 (44 bytes: mode, flags 0, reserved
+ * 0, key identifier, the key nonce of the key group the extent was written
+ * in, the extent's number in that group), written by default; version 1 (34
+ * bytes: mode, key identifier, a nonce of the extent's own), written under
  * fscrypt_extents_per_key=1.  The key is HKDF-SHA512(master key, "fscrypt\0"
  * || 9 || key nonce); the XTS tweak of data unit b of the extent (b counted
- * from the start of the extent as first written) is le64(b) ||
- * le64(extent number), the number 0 for version 1.  A file's key group lives
- * in its inode in memory: the extents it writes get numbers 0, 1, 2, ... under
- * one nonce until the inode is loaded again; fscrypt_extents_per_key=N caps a
- * group at N extents.  Files made under fscrypt_per_inode_keys have
- * per-inode keys (encryption 1, no context, IV = logical block).
+ * from the start of the extent as first written) is le64(b) || le64(extent
+ * number), the number 0 for version 1.  A file's key group lives in its inode
+ * in memory: the extents it writes get numbers 0, 1, 2, ... under one nonce
+ * until the inode is loaded again; fscrypt_extents_per_key=N caps a group at
+ * N extents.  Files made under fscrypt_per_inode_keys have per-inode keys
+ * (encryption 1, no context, IV = logical block).
  *
  *  1. a fresh btrfs (single data and metadata: each block stored once), a
  *     random master key whose identifier must be the HKDF-SHA512 one, a v2
@@ -62,7 +62,10 @@
  *       extents, so groups of 3, 3 and 1;
  *     - remount,fscrypt_extents_per_key=0 (shown no more), then
  *       remount,fscrypt_per_inode_keys:
- *       inode-keys: a new file, so per-inode keys: blocks [0,3), [3,5);
+ *       inode-keys: a new file, so per-inode keys: blocks [0,3), [3,5)
+ *                 (in a subvolume of its own, inode-sv, with the same
+ *                 policy: a subvolume holding a file with per-inode keys
+ *                 is never snapshotted, and the top one is below);
  *       mixed:    blocks [5,7) and 500 bytes: still its version 2 group,
  *                 the same as before the two interludes;
  *     - remount,fscrypt_per_extent_keys: inode-keys: a block and 300 bytes,
@@ -161,6 +164,8 @@
 #define EC_ITEM_SIZE_V2 (LAB_BTRFS_FILE_EXTENT_SIZE + LAB_FSCRYPT_EXTENT_CTX_V2_SIZE)
 #define EC_MAX_NR (1ULL << 32)	/* extent numbers are below it */
 #define EC_SNAP "snap"		/* the snapshot of the top subvolume */
+/* inode-keys's subvolume: one holding per-inode keys is never snapshotted */
+#define EC_INODE_SV "inode-sv"
 
 static const struct lab_fscrypt_fs ec_btrfs = {
 	.name = "btrfs",
@@ -541,6 +546,7 @@ static void ec_make_files(struct ec_ctx *c)
 	};
 	const size_t bs = c->bs;
 	struct fscrypt_policy_v2 pol;
+	char inode_dir[PATH_MAX];
 	size_t i;
 
 	if (!CHECK_OK(mkdir(c->dir, 0755), "mkdir %s", c->dir))
@@ -549,6 +555,17 @@ static void ec_make_files(struct ec_ctx *c)
 	if (!CHECK_OK(lab_set_policy_v2(c->dir, &pol),
 		      "FS_IOC_SET_ENCRYPTION_POLICY on %s", c->dir))
 		lab_die("cannot set the policy");
+	/*
+	 * inode-keys gets a subvolume of its own, with the same policy: a
+	 * subvolume holding a file with per-inode keys is never snapshotted,
+	 * and the top subvolume is.
+	 */
+	lab_btrfs_subvol(c->mnt, EC_INODE_SV, -1);
+	PATHF(inode_dir, "%s/%s/enc", c->mnt, EC_INODE_SV);
+	if (!CHECK_OK(mkdir(inode_dir, 0755), "mkdir %s", inode_dir) ||
+	    !CHECK_OK(lab_set_policy_v2(inode_dir, &pol),
+		      "FS_IOC_SET_ENCRYPTION_POLICY on %s", inode_dir))
+		lab_die("cannot make the encrypted directory of inode-keys");
 	for (i = 0; i < EC_NFILES; i++) {
 		f[i].label = labels[i];
 		f[i].data = calloc(EC_MAX_BLOCKS, bs);
@@ -557,6 +574,8 @@ static void ec_make_files(struct ec_ctx *c)
 		if (i == EC_GROUPS_SNAP)
 			PATHF(f[i].path, "%s/%s/%s/%s", c->mnt, EC_SNAP,
 			      strrchr(c->dir, '/') + 1, labels[EC_GROUPS]);
+		else if (i == EC_INODE)
+			PATHF(f[i].path, "%s/%s", inode_dir, labels[i]);
 		else
 			PATHF(f[i].path, "%s/%s", c->dir, labels[i]);
 	}
