@@ -27,9 +27,9 @@ APT_TESTS := gcc make libssl-dev
 APT_PROGS := dpkg-dev autoconf automake pkg-config gcc make git ccache \
 	libblkid-dev uuid-dev zlib1g-dev libzstd-dev liblzo2-dev
 APT_BENCH := python3-matplotlib python3-scipy python3-numpy
-# Host tests (tests/host/): shellcheck over every script, the report in a
-# headless browser.
-APT_HOST_TESTS := shellcheck chromium
+# Host tests (tests/host/): shellcheck over every script, pyflakes over every
+# Python file, the report in a headless browser.
+APT_HOST_TESTS := shellcheck pyflakes3 chromium
 
 # $(call need,packages): install the missing ones, after an apt-get update.
 define need

@@ -6,7 +6,10 @@
 # $RESULTS/tests.tsv: name, status (PASS/FAIL/SKIP), seconds.
 # Exit status convention of a test: 0 pass, 77 skip, anything else fail.
 # A "LAB-TEST-START <name>" marker on the console lets the host attribute a
-# kernel splat to the test that was running.
+# kernel splat to the test that was running, and the "LAB-TEST <status>
+# <name> (<n>s)" line after each test gives the host its result even when
+# the results disk never comes back (a panic, a timeout): tests/run-tests.sh
+# reads both, in this form.
 export SCRATCH_DEV=/dev/vdd SCRATCH_DEV2=/dev/vde SCRATCH_MNT=/mnt/scratch
 export SCRATCH_MNT2=/mnt/scratch2 PATH=/job/tests/bin:$PATH
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}

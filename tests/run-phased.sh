@@ -15,7 +15,8 @@
 #           test on this kernel, no second boot) and anything else fails.
 #   phase 2 runs normally: 0 pass, 77 skip, anything else fail.
 # A kernel splat, a timeout or a missing result in either boot fails the
-# test, whatever the program said.
+# test, whatever the program said; the reason names the splat's first line
+# and whether it came during the phase or in the boot before it.
 #
 # Writes OUTDIR/test.log (each phase's part of its console log: the test's
 # output with the kernel's messages) and OUTDIR/result, one line:
@@ -66,6 +67,24 @@ phase_log() {
 	echo "== phase $1 verdict: $(cat "$out/phase$1/verdict" 2>/dev/null)" >>"$log"
 }
 
+# Why phase $1 failed: the runner's verdict, and when a kernel splat was on
+# its console, the splat's first line and where it appeared (during the
+# test, or in the boot before the test started), so that the splat is
+# attributed to this test and its boot as in the shared boot's tests.
+why() { # phase rc
+	local s
+	s=$("$top/vm-images/console-check.sh" --by-test "$out/phase$1/console.log" 2>/dev/null |
+		awk -F'\t' '{ n += $2 } NR == 1 {
+			where = ($1 == "boot") ? "in the boot before the test started" : "during " $1
+			s = sprintf("kernel splat (%s) %s: %s (console.log:%d", $3, where, $5, $4) }
+			END { if (s != "") printf "%s%s)", s, (n > 1) ? ", " n " splat lines" : "" }')
+	if [ -n "$s" ] && [ "$2" = 2 ]; then
+		echo "$s; see $out/phase$1/console.log"
+	else
+		echo "$(cat "$out/phase$1/verdict" 2>/dev/null)${s:+; $s}"
+	fi
+}
+
 # Why the program skipped: its last "SKIP: ..." line.
 skip_reason() {
 	grep -a '^SKIP: ' "$log" | tail -n 1 | sed 's/^SKIP: //'
@@ -77,14 +96,14 @@ phase_log 1
 prc=$(cat "$out/phase1/results/phase-rc" 2>/dev/null)
 if [ "$rc" != 0 ]; then
 	[ "$rc" = 1 ] && [ "$prc" = 77 ] && finish SKIP "$(skip_reason)"
-	finish FAIL "phase 1: $(cat "$out/phase1/verdict" 2>/dev/null)${prc:+ (program exit $prc)}"
+	finish FAIL "phase 1: $(why 1 "$rc")${prc:+ (program exit $prc)}"
 fi
 
 boot 2
 rc=$?
 phase_log 2
 prc=$(cat "$out/phase2/results/phase-rc" 2>/dev/null)
-[ "$rc" = 0 ] || finish FAIL "phase 2: $(cat "$out/phase2/verdict" 2>/dev/null)"
+[ "$rc" = 0 ] || finish FAIL "phase 2: $(why 2 "$rc")"
 case $prc in
 0) finish PASS ;;
 77) finish SKIP "$(skip_reason)" ;;

@@ -1,8 +1,11 @@
 #!/bin/bash
-# Host side of `make test`: run the guest tests in one boot of the debug
-# kernel, then the phased guest tests (two boots each, tests/run-phased.sh),
-# then the host-side tests (tests/host/*.sh), and print one line per test
-# followed by "N passed, N failed, N skipped".
+# Host side of `make test`: the cheap host-side tests first (tests/host/*.sh,
+# e.g. the shellcheck and pyflakes runs), then the guest tests in one boot of
+# the debug kernel, the phased guest tests (two boots each,
+# tests/run-phased.sh), the power-cut slice, and last the host tests that
+# boot VMs themselves (marked "# lab-host-test: after-guest"). Prints one
+# line per test followed by "N passed, N failed, N skipped", and exits
+# non-zero if any test failed.
 #
 #   tests/run-tests.sh              everything
 #   ONLY=a,b tests/run-tests.sh     only these guest tests, phased ones
@@ -10,85 +13,328 @@
 #                                   boot is left out if ONLY names only
 #                                   phased tests
 #   HOST_TESTS=0                    skip the host-side tests
+#   HOST_TESTS=a,b                  only these host tests (tests/host/a.sh)
+#   GUEST_TESTS=0                   nothing that boots a VM: the cheap
+#                                   host tests only
+#   FAIL_FAST=1                     stop after the cheap host tests if one
+#                                   of them failed
+#   RUNS=DIR                        where runs go (default build/runs)
+#
+# Results of a run, in $RUNS/test-<stamp>/ (and $RUNS/test-latest/):
+#   results.xml    JUnit XML: one testcase per reported line, with its time;
+#                  a failure or skip has its reason and the tail of its log
+#   results.ktap   the same as KTAP (kernel test anything protocol)
+#   report.tsv     what both are written from: name, status, seconds, log,
+#                  reason
+# A kernel splat on the shared boot's console fails the test that was
+# running when it appeared (the last LAB-TEST-START marker before it), with
+# the splat's first line as the reason; one before the first marker fails
+# guest/boot.
 #
 # Expects `make kernel FLAVOR=debug`, `make image` and the test binaries
 # (build/tests/bin) to be built; the Makefile does that first.
 set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$top/build
 kernel=$build/bzImage-debug
 stamp=$(date +%Y%m%d-%H%M%S)
-run=$build/runs/test-$stamp
+start_epoch=$(date +%s)
+runs=${RUNS:-$build/runs}
+run=$runs/test-$stamp
 job=$build/jobs/test
 TIMEOUT=${TIMEOUT:-2400}
+TAIL_LINES=50	# of a failed or skipped test's log in the result files
 
 passed=0 failed=0 skipped=0
 selected() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
+# --- reporting -----------------------------------------------------------------
+
+# One line on the terminal per test, and one in $run/report.tsv, from which
+# write_results makes the result files. The reason of a pass is only a note.
+# The log goes last but one and is never empty ("-"), and the reason last:
+# fields of a tab-separated line read back with `read` must not be empty.
+report() { # status name seconds reason [log]
+	local status=$1 name=$2 secs=$3 reason=$4 log=${5:-} detail
+	case $status in PASS) passed=$((passed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;;
+	*) status=FAIL; failed=$((failed + 1)) ;; esac
+	reason=$(printf '%s' "$reason" | tr '\t\r\n' '   ')
+	[ "$status" = SKIP ] && secs=
+	detail="${secs:+${secs}s}${secs:+${reason:+; }}$reason"
+	[ "$status" = FAIL ] && [ -n "$log" ] && detail+="${detail:+; }log: $log"
+	printf '%-4s %s%s\n' "$status" "$name" "${detail:+ ($detail)}"
+	if [ "$status" = FAIL ] && [ -f "$log" ]; then
+		tail -n 15 "$log" | sed 's/^/       | /'
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "${secs:-0}" "${log:--}" "$reason" >>"$run/report.tsv"
+}
+
+# Why a test failed, from its log: its first "FAIL..." line (the first
+# failed check of tests/lib, or of a host test), else its last line.
+fail_reason() { # log
+	{ grep -a -m1 '^FAIL' "$1" || tail -n 1 "$1"; } 2>/dev/null | tr -d '\r'
+}
+
+# Text made safe for XML: valid UTF-8 only, no terminal colour sequences,
+# none of the control characters XML 1.0 forbids (console output carries
+# \r), and the markup characters escaped.
+xml_text() {
+	iconv -f UTF-8 -t UTF-8 -c 2>/dev/null | sed $'s/\033\\[[0-9;?]*[A-Za-z]//g' | tr -d '\000-\010\013-\037' |
+		sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/"/\&quot;/g'
+}
+xml_attr() { printf '%s' "$1" | tr '\t\n' '  ' | xml_text; }
+
+# $run/results.xml (JUnit: one testsuite per first part of the names,
+# guest, host, powercut) and $run/results.ktap, from $run/report.tsv.
+write_results() {
+	local tsv=$run/report.tsv suite n f s t name status secs log reason i=0
+	[ -f "$tsv" ] || : >"$tsv"
+	{
+		echo '<?xml version="1.0" encoding="UTF-8"?>'
+		read -r n f s t < <(awk -F'\t' '{ n++; f += $2 == "FAIL"; s += $2 == "SKIP"; t += $3 }
+			END { print n + 0, f + 0, s + 0, t + 0 }' "$tsv")
+		printf '<testsuites name="fscrypt-lab make test" tests="%s" failures="%s" skipped="%s" errors="0" time="%s" timestamp="%s">\n' \
+			"$n" "$f" "$s" "$t" "$(date -d "@$start_epoch" +%Y-%m-%dT%H:%M:%S)"
+		for suite in $(cut -f1 "$tsv" | sed 's|/.*||' | awk '!seen[$0]++'); do
+			read -r n f s t < <(awk -F'\t' -v want="$suite" '{ p = $1; sub(/\/.*/, "", p) } p == want {
+				n++; f += $2 == "FAIL"; s += $2 == "SKIP"; t += $3 } END { print n + 0, f + 0, s + 0, t + 0 }' "$tsv")
+			printf '  <testsuite name="%s" tests="%s" failures="%s" skipped="%s" errors="0" time="%s">\n' \
+				"$(xml_attr "$suite")" "$n" "$f" "$s" "$t"
+			while IFS=$'\t' read -r name status secs log reason; do
+				[ "${name%%/*}" = "$suite" ] || continue
+				[ "$log" = - ] && log=
+				printf '    <testcase classname="%s" name="%s" time="%s"' "$(xml_attr "$suite")" \
+					"$(xml_attr "${name#"$suite"/}")" "$secs"
+				case $status in
+				PASS)
+					if [ -n "$reason" ]; then
+						printf '>\n      <system-out>%s</system-out>\n    </testcase>\n' "$(xml_attr "$reason")"
+					else
+						printf '/>\n'
+					fi ;;
+				FAIL)
+					printf '>\n      <failure type="FAIL" message="%s">' "$(xml_attr "$reason")"
+					[ -n "$log" ] && { echo "log: $log"; tail -n "$TAIL_LINES" "$log" 2>/dev/null; } | xml_text
+					printf '</failure>\n    </testcase>\n' ;;
+				SKIP)
+					printf '>\n      <skipped message="%s"/>\n' "$(xml_attr "$reason")"
+					[ -f "$log" ] && printf '      <system-out>%s</system-out>\n' \
+						"$( { echo "log: $log"; tail -n "$TAIL_LINES" "$log"; } | xml_text)"
+					printf '    </testcase>\n' ;;
+				esac
+			done <"$tsv"
+			echo '  </testsuite>'
+		done
+		echo '</testsuites>'
+	} >"$run/results.xml.tmp" && mv "$run/results.xml.tmp" "$run/results.xml"
+
+	# KTAP: the result lines, with the time, reason and log tail as
+	# diagnostic lines ("# ...") before each.
+	{
+		echo "KTAP version 1"
+		echo "# fscrypt-lab make test, started $(date -d "@$start_epoch" +%Y-%m-%dT%H:%M:%S), $run"
+		echo "1..$(wc -l <"$tsv")"
+		while IFS=$'\t' read -r name status secs log reason; do
+			i=$((i + 1))
+			[ "$log" = - ] && log=
+			echo "# $name: ${secs}s${reason:+; $reason}"
+			if [ "$status" != PASS ] && [ -f "$log" ]; then
+				echo "# log: $log"
+				tail -n "$TAIL_LINES" "$log" | tr -d '\000-\010\013-\037' | sed 's/^/# | /'
+			fi
+			case $status in
+			PASS) echo "ok $i $name" ;;
+			SKIP) echo "ok $i $name # SKIP $reason" ;;
+			*) echo "not ok $i $name" ;;
+			esac
+		done <"$tsv"
+	} >"$run/results.ktap.tmp" && mv "$run/results.ktap.tmp" "$run/results.ktap"
+}
+
+# --- the shared boot's results -----------------------------------------------------
+
+# Report the shared boot's tests (expected: the names of the tests it was to
+# run). Results come from results/tests.tsv, or, when the guest's results
+# never came back (a panic, a timeout), from the console's
+# "LAB-TEST <status> <name> (<n>s)" markers. A kernel splat fails the test
+# that was running when it appeared (console-check.sh --by-test: the last
+# LAB-TEST-START marker before it), with its first line as the reason; one
+# before the first marker fails the pseudo-test guest/boot. A test that
+# started but has no result, or never started, fails as well.
+guest_report() { # expected-test...
+	local con=$run/console.log tsv=$run/results/tests.tsv verdict rows t n kind at text
+	local name status secs log reason own suite
+	local -A splat=() splat_at=() seen=() started=()
+	verdict=$(cat "$run/verdict" 2>/dev/null)
+	while IFS=$'\t' read -r t n kind at text; do
+		splat[$t]="kernel splat ($kind) during the test: $text (console.log:$at"
+		[ "$n" -gt 1 ] && splat[$t]+=", $n splat lines"
+		splat[$t]+=")" splat_at[$t]=$at
+	done < <("$top/vm-images/console-check.sh" --by-test "$con" 2>/dev/null)
+	while read -r t; do started[$t]=1; done < <(sed -n 's/\r$//; s/.*LAB-TEST-START //p' "$con" 2>/dev/null)
+
+	if [ -f "$tsv" ]; then
+		rows=$(cat "$tsv")
+	else
+		rows=$(sed -n 's/\r$//; s/^LAB-TEST \(PASS\|FAIL\|SKIP\) \(.*\) (\([0-9]*\)s)$/\2\t\1\t\3/p' "$con" 2>/dev/null)
+	fi
+	# Every KUnit suite the series adds must have reported.
+	for suite in $(grep -h -A4 '^+static struct kunit_suite' "$top"/patches/*.patch |
+		       sed -n 's/^+[[:space:]]*\.name = "\(.*\)",/\1/p'); do
+		grep -q "^kunit/$suite/" <<<"$rows" || rows+=$'\n'"kunit/$suite"$'\t'"NORESULT"$'\t'0
+	done
+	for t in "$@"; do
+		grep -q "^$t"$'\t' <<<"$rows" || rows+=$'\n'"$t"$'\t'"NORESULT"$'\t'0
+	done
+
+	while IFS=$'\t' read -r name status secs; do
+		[ -n "$name" ] || continue
+		seen[$name]=1
+		log=$run/results/tests/$name.log reason='' own=''
+		case $name in kunit/*) log=$run/results/tests/kunit-$(echo "$name" | cut -d/ -f2).log secs= ;; esac
+		[ -f "$log" ] || log=
+		case $status in
+		NORESULT)
+			status=FAIL
+			if [ -f "$tsv" ]; then
+				reason="did not run"
+			elif [ -n "${started[$name]:-}" ]; then
+				reason="started, but no result: the guest stopped during it ($verdict)"
+			elif [[ $name == kunit/* ]]; then
+				reason="no result: the guest's results did not come back ($verdict)"
+			else
+				reason="did not run: the guest stopped before it ($verdict)"
+			fi ;;
+		FAIL)
+			own="the test failed: "
+			if [ -z "$log" ]; then
+				reason="its log did not come back"
+			elif [[ $name == kunit/* ]]; then
+				# the case's first failed expectation, from its suite's log
+				reason=$(grep -a -m1 "# ${name##*/}: .*FAILED" "$log" 2>/dev/null | sed 's/^ *# //')
+				reason=${reason:-the KUnit case failed}
+			else
+				reason=$(fail_reason "$log")
+			fi ;;
+		SKIP)
+			own="the test skipped: "
+			reason=$(grep -a '^SKIP: ' "$log" 2>/dev/null | tail -n 1 | tr -d '\r')
+			[ -n "$reason" ] || reason=$(tail -n 1 "$log" 2>/dev/null | tr -d '\r') ;;
+		esac
+		if [ -n "${splat[$name]:-}" ]; then
+			reason="${splat[$name]}${reason:+; $own$reason}"
+			status=FAIL
+		fi
+		report "$status" "guest/$name" "$secs" "$reason" "$log"
+	done <<<"$rows"
+
+	if [ -n "${splat[boot]:-}" ]; then
+		# its log: the console from the splat on
+		sed -n "${splat_at[boot]},+40p" "$con" | tr -d '\r' >"$run/boot-splat.log"
+		report FAIL guest/boot "" "${splat[boot]/during the test/before the first test}" "$run/boot-splat.log"
+	else
+		report PASS guest/boot "" ""
+	fi
+	# A splat during a test that has no result line (a marker of another
+	# name) still fails something.
+	for t in "${!splat[@]}"; do
+		[ "$t" = boot ] || [ -n "${seen[$t]:-}" ] || report FAIL "guest/$t" "" "${splat[$t]}" "$con"
+	done
+}
+
+# --- host tests ---------------------------------------------------------------------
+
+# Run the host tests of one group: early (cheap, before the guest boot) or
+# late (those marked "# lab-host-test: after-guest", which boot VMs).
+host_tests() { # early|late
+	local t name log tstart rc secs group sel=${HOST_TESTS:-1}
+	local names=" ${sel//,/ } "
+	[ "$sel" = 0 ] && return
+	case $1 in early) echo "== host tests (cheap, before the guest tests)" ;;
+	*) echo "== host tests (that boot VMs)" ;; esac
+	if [ "$sel" != 1 ] && [ "$1" = early ]; then
+		for name in $names; do
+			[ -x "$top/tests/host/$name.sh" ] || report FAIL "host/$name" "" "no such host test: tests/host/$name.sh"
+		done
+	fi
+	for t in "$top"/tests/host/*.sh; do
+		[ -x "$t" ] || continue
+		name=$(basename "$t" .sh)
+		[ "$sel" = 1 ] || [[ $names == *" $name "* ]] || continue
+		group=early
+		grep -q '^# lab-host-test: after-guest' "$t" && group=late
+		[ "$group" = "$1" ] || continue
+		log=$run/$name.log
+		tstart=$(date +%s)
+		"$t" >"$log" 2>&1
+		rc=$?
+		secs=$(( $(date +%s) - tstart ))
+		case $rc in
+		0) report PASS "host/$name" "$secs" "" ;;
+		77) report SKIP "host/$name" "" "$(tail -n 1 "$log")" "$log" ;;
+		*) report FAIL "host/$name" "$secs" "$(fail_reason "$log")" "$log" ;;
+		esac
+	done
+}
+
+# Sourced (by tests/host/test-results.sh) for the functions above: stop here.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
+# --- the run -----------------------------------------------------------------------
+
+mkdir -p "$run"
+: >"$run/report.tsv"
+ln -sfn "test-$stamp" "$runs/test-latest"
+echo "== results: $run/results.xml (JUnit), $run/results.ktap"
+guest=${GUEST_TESTS:-1}
+
+# The cheap host tests first, so that a trivial mistake shows in a minute,
+# not after the guest boot.
+host_tests early
+if [ "${FAIL_FAST:-0}" = 1 ] && [ "$failed" != 0 ]; then
+	echo "== FAIL_FAST: a cheap host test failed; no guest tests, no late host tests"
+	guest=0
+fi
+
 # Phased tests (build/tests/phased) to run, and whether the shared boot is
 # needed at all.
 phased=()
-for t in "$build"/tests/phased/*; do
-	[ -x "$t" ] && selected "$(basename "$t")" && phased+=("$(basename "$t")")
-done
-main_boot=1
-if [ -n "${ONLY:-}" ]; then
-	main_boot=0
-	for n in ${ONLY//,/ }; do
-		[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] || main_boot=1
+main_boot=$guest
+if [ "$guest" = 1 ]; then
+	for t in "$build"/tests/phased/*; do
+		[ -x "$t" ] && selected "$(basename "$t")" && phased+=("$(basename "$t")")
 	done
+	if [ -n "${ONLY:-}" ]; then
+		main_boot=0
+		for n in ${ONLY//,/ }; do
+			[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] || main_boot=1
+		done
+	fi
 fi
-report() { # status name detail
-	printf '%-4s %s%s\n' "$1" "$2" "${3:+ ($3)}"
-	case $1 in PASS) passed=$((passed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;; *) failed=$((failed + 1)) ;; esac
-}
 
-rm -rf "$job"
-mkdir -p "$job/tests" "$build/runs"
-mkdir -p "$job/tests/bin"
-find "$build/tests/bin" -maxdepth 1 -type f -perm -u+x -exec cp {} "$job/tests/bin/" \;
-install -m 0755 "$top/tests/guest-run.sh" "$job/run"
-cp -r "$top/profiles" "$job/profiles"
-ln -sfn "test-$stamp" "$build/runs/test-latest"
-
-mkdir -p "$run"
 if [ "$main_boot" = 1 ]; then
+	rm -rf "$job"
+	mkdir -p "$job/tests/bin"
+	find "$build/tests/bin" -maxdepth 1 -type f -perm -u+x -exec cp {} "$job/tests/bin/" \;
+	install -m 0755 "$top/tests/guest-run.sh" "$job/run"
+	cp -r "$top/profiles" "$job/profiles"
+	expected=()
+	for t in "$job"/tests/bin/*; do
+		[ -x "$t" ] && selected "$(basename "$t")" && expected+=("$(basename "$t")")
+	done
+
 	echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
 	start=$(date +%s)
 	"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$job" --out "$run" \
 		--scratch 1G --scratch 1G --timeout "$TIMEOUT" ${ONLY:+--lab-args "$ONLY"}
 	vm_rc=$?
 	echo "== guest run took $(( $(date +%s) - start ))s"
-fi
-
-if [ "$main_boot" = 1 ] && [ -f "$run/results/tests.tsv" ]; then
-	# Every KUnit suite the series adds must have reported.
-	for suite in $(grep -h -A4 '^+static struct kunit_suite' "$top"/patches/*.patch |
-		       sed -n 's/^+[[:space:]]*\.name = "\(.*\)",/\1/p'); do
-		grep -q "^kunit/$suite/" "$run/results/tests.tsv" ||
-			printf 'kunit/%s\tFAIL\t0\n' "$suite" >>"$run/results/tests.tsv"
-	done
-	while IFS=$'\t' read -r name status secs; do
-		detail="${secs}s"
-		if [ "$status" != PASS ]; then
-			detail+="; log: $run/results/tests/$name.log"
-			[ "$status" = SKIP ] && detail="$(tail -n 1 "$run/results/tests/$name.log")"
-		fi
-		case $name in
-		kunit/*) detail=; [ "$status" = PASS ] || detail="see $run/results/tests/kunit-$(echo "$name" | cut -d/ -f2).log, or 'did not run'" ;;
-		esac
-		report "$status" "guest/$name" "$detail"
-		if [ "$status" = FAIL ] && [ -f "$run/results/tests/$name.log" ]; then
-			tail -n 15 "$run/results/tests/$name.log" | sed 's/^/       | /'
-		fi
-	done <"$run/results/tests.tsv"
-fi
-# The boot itself is a test: a splat, a timeout or a missing result fails it,
-# whatever the tests said.
-if [ "$main_boot" = 1 ]; then
+	guest_report "${expected[@]}"
+	# The boot itself is a test: a splat, a timeout or a missing result
+	# fails it, whatever the tests said.
 	case $vm_rc in
-	0|1) report PASS "guest/kernel-console-clean" ;;
-	*) report FAIL "guest/kernel-console-clean" "$(cat "$run/verdict" 2>/dev/null)" ;;
+	0|1) report PASS "guest/kernel-console-clean" "" "" ;;
+	*) report FAIL "guest/kernel-console-clean" "" "$(cat "$run/verdict" 2>/dev/null)" "$run/console.log" ;;
 	esac
 fi
 
@@ -102,15 +348,14 @@ for name in "${phased[@]}"; do
 	secs=$(( $(date +%s) - tstart ))
 	reason=$(cut -s -f2- "$pout/result" 2>/dev/null)
 	case $rc in
-	0) report PASS "guest/$name" "${secs}s" ;;
-	77) report SKIP "guest/$name" "$reason" ;;
-	*) report FAIL "guest/$name" "${secs}s; ${reason:-no result}"
-	   tail -n 15 "$pout/test.log" 2>/dev/null | sed 's/^/       | /' ;;
+	0) report PASS "guest/$name" "$secs" "" ;;
+	77) report SKIP "guest/$name" "" "$reason" "$pout/test.log" ;;
+	*) report FAIL "guest/$name" "$secs" "${reason:-no result}" "$pout/test.log" ;;
 	esac
 done
 
 # Power cuts (issue #14): 3 cuts with a fixed seed, own boots (tests/run-powercut.sh).
-if selected powercut; then
+if [ "$guest" = 1 ] && selected powercut; then
 	echo "== powercut: 3 power cuts (log: $run/powercut.log)"
 	tstart=$(date +%s)
 	POWERCUT_CUTS=3 POWERCUT_SEED=0x14f0002 POWERCUT_OUT=$run/powercut \
@@ -118,29 +363,14 @@ if selected powercut; then
 	rc=$?
 	secs=$(( $(date +%s) - tstart ))
 	case $rc in
-	0) report PASS powercut "${secs}s; $(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut/figures.tsv" 2>/dev/null)" ;;
-	77) report SKIP powercut "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut/summary.md" 2>/dev/null)" ;;
-	*) report FAIL powercut "${secs}s; log: $run/powercut.log"; tail -n 15 "$run/powercut.log" | sed 's/^/       | /' ;;
+	0) report PASS powercut "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut/figures.tsv" 2>/dev/null)" ;;
+	77) report SKIP powercut "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut/summary.md" 2>/dev/null)" "$run/powercut.log" ;;
+	*) report FAIL powercut "$secs" "$(fail_reason "$run/powercut.log")" "$run/powercut.log" ;;
 	esac
 fi
 
-if [ "${HOST_TESTS:-1}" = 1 ]; then
-	echo "== host tests"
-	for t in "$top"/tests/host/*.sh; do
-		[ -x "$t" ] || continue
-		name=host/$(basename "$t" .sh)
-		log=$build/runs/test-$stamp/$(basename "$t" .sh).log
-		tstart=$(date +%s)
-		"$t" >"$log" 2>&1
-		rc=$?
-		secs=$(( $(date +%s) - tstart ))
-		case $rc in
-		0) report PASS "$name" "${secs}s" ;;
-		77) report SKIP "$name" "$(tail -n 1 "$log")" ;;
-		*) report FAIL "$name" "${secs}s; log: $log"; tail -n 15 "$log" | sed 's/^/       | /' ;;
-		esac
-	done
-fi
-
+[ "$guest" = 1 ] && host_tests late
+write_results
+echo "== results: $run/results.xml, $run/results.ktap"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

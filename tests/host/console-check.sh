@@ -2,6 +2,8 @@
 # Unit test of vm-images/console-check.sh on synthetic console logs: every
 # kind of splat is found and named, a clean log passes, and userspace text
 # that merely contains "WARNING" or "BUG:" is not mistaken for a splat.
+# Attribution to the test running (markers, also on a \r\n console), and
+# --by-test, the per-test form tests/run-tests.sh reads.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 check=$top/vm-images/console-check.sh
@@ -44,5 +46,34 @@ if "$check" "$tmp/attr.log" | grep -q "(during second)"; then
 	echo "ok   attribution"
 else
 	echo "FAIL attribution: $("$check" "$tmp/attr.log")"; fails=$((fails + 1))
+fi
+
+# The serial console ends lines with \r\n: test names come out without it.
+printf '%s\r\n' "$boot" "LAB-TEST-START first" "[ 9.0] BUG: KASAN: use-after-free in f+0x1/0x2" >"$tmp/crlf.log"
+if "$check" "$tmp/crlf.log" | grep -q " f+0x1/0x2 (during first)$"; then
+	echo "ok   attribution on a \\r\\n console"
+else
+	echo "FAIL attribution on a \\r\\n console: $("$check" "$tmp/crlf.log" | od -c | head -n 5)"; fails=$((fails + 1))
+fi
+
+# --by-test: one line per test with a splat, in console order, with its
+# count and first telling line ("cut here" passed over for the WARNING).
+printf '%s\r\n' "$boot" "[ 1.0] BUG: sleeping function called from invalid context at x.c:1" \
+	"LAB-TEST-START t1" "[ 2.0] all fine" "LAB-TEST-START t2" "[ 3.0] ------------[ cut here ]------------" \
+	"[ 3.1] WARNING: CPU: 0 PID: 9 at fs/x.c:5 g+0x1/0x2" "[ 3.2] ---[ end trace 0000000000000000 ]---" \
+	"[ 4.0] Oops: 0002 [#1] PREEMPT SMP" >"$tmp/bytest.log"
+want=$(printf '%s\t%s\t%s\t%s\t%s\n' boot 1 "sleep in atomic" 2 "BUG: sleeping function called from invalid context at x.c:1" \
+	t2 3 WARNING 7 "WARNING: CPU: 0 PID: 9 at fs/x.c:5 g+0x1/0x2")
+got=$("$check" --by-test "$tmp/bytest.log")
+rc=$?
+if [ "$rc" = 1 ] && [ "$got" = "$want" ]; then
+	echo "ok   --by-test: boot and t2, t2's WARNING line rather than cut here"
+else
+	echo "FAIL --by-test: exit $rc, got:"; echo "$got"; echo "want:"; echo "$want"; fails=$((fails + 1))
+fi
+if got=$("$check" --by-test "$tmp/clean.log") && [ -z "$got" ]; then
+	echo "ok   --by-test: a clean log gives nothing and exit 0"
+else
+	echo "FAIL --by-test on a clean log: '$got'"; fails=$((fails + 1))
 fi
 [ "$fails" = 0 ]

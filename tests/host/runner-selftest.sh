@@ -10,6 +10,8 @@
 #   - a job that prints LAB-CRASH-NOW and reboots with sysrq-b -> status 0
 #   - a job that exits 0 instead of crashing  -> status 1, "job finished"
 #   - a job that reboots without the marker   -> status 4, "no LAB-CRASH-NOW"
+# It boots VMs, so tests/run-tests.sh runs it after the guest tests:
+# lab-host-test: after-guest
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${KERNEL:-$top/build/bzImage-debug}
