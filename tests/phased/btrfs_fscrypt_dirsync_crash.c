@@ -21,8 +21,11 @@
  *   one mounted with LAB_BTRFS_PER_INODE_KEYS_OPT; a kernel without
  *   per-extent keys gets only the first, in its only mode.  Both mounted
  *   with commit=300, so no periodic commit comes between the workload and
- *   the crash.  On each: add a random master key, set the v2 policy on a new
- *   directory enc (which commits a transaction), then, in enc (table below):
+ *   the crash.  On each: add a random master key (with per-inode keys,
+ *   first make a file in another encrypted directory: the first such file
+ *   of a subvolume makes the fsyncs of its transaction commit), set the v2
+ *   policy on a new directory enc (which commits a transaction), then, in
+ *   enc (table below):
  *     - "synced": written and fsynced itself (a full logging), so its data
  *       is asserted in phase 2; the directory fsync logs it once more;
  *     - "newdir" with the file "newdir/f": new, then fsync of newdir;
@@ -304,6 +307,23 @@ static void dsc_setup(struct dsc_case *c, const uint8_t *key, size_t keylen)
 		CHECK(dsc_mount_has(c->mnt, c->mode_tag),
 		      "%s: /proc/self/mounts does not show %s: new files would not get the key mode this case is about",
 		      c->mnt, c->mode_tag);
+	/*
+	 * The first file with per-inode keys of a subvolume marks it against
+	 * snapshots, and makes fsyncs of its transaction commit it (so the
+	 * mark is never behind a logged file): that file comes first, outside
+	 * enc, before the commit below, so the workload's fsyncs stay logged.
+	 */
+	if (c->opts && !strcmp(c->opts, LAB_BTRFS_PER_INODE_KEYS_OPT)) {
+		char pre[PATH_MAX], f[PATH_MAX];
+
+		PATHF(pre, "%s/marked", c->mnt);
+		PATHF(f, "%s/first", pre);
+		if (!CHECK_OK(mkdir(pre, 0755), "mkdir %s", pre) ||
+		    !CHECK_OK(lab_set_policy(pre, c->id),
+			      "FS_IOC_SET_ENCRYPTION_POLICY on %s", pre) ||
+		    !CHECK_OK(write_file(f, "x", 1), "create %s", f))
+			lab_die("cannot make the first file with per-inode keys");
+	}
 	if (!CHECK_OK(mkdir(c->enc, 0755), "mkdir %s", c->enc) ||
 	    !CHECK_OK(lab_set_policy(c->enc, c->id),
 		      "FS_IOC_SET_ENCRYPTION_POLICY on %s", c->enc))

@@ -43,9 +43,12 @@
  * writers between their operations and takes a read-only snapshot of sv
  * (deleting the oldest of more than two first, then syncfs); or remounts
  * with the other key mode (new files get that mode); or syncfs; or drops
- * caches.  The first boot creates each writer's first file under
- * fscrypt_per_inode_keys and the others with per-extent keys; later boots
- * start in per-extent mode in odd and per-inode mode in even boots.  A
+ * caches.  The first boot creates every file with per-extent keys; later
+ * boots start in per-extent mode in odd and per-inode mode in even boots,
+ * and files created then get per-inode keys.  Once sv holds such a file,
+ * the kernel refuses to snapshot it (EOPNOTSUPP: the copies would share
+ * the file's key and IVs); a refused snapshot is logged as not done if
+ * sv's ROOT_ITEM carries the mark of per-inode keys, and counted.  A
  * create or rename refused for want of the key (ENOKEY, while it is
  * removed) is logged as not done; any other error is printed as
  * "powercut: ERROR", which fails the cut.
@@ -150,6 +153,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <linux/fs.h>
 
 #define PC_BLK			4096u
@@ -1423,13 +1427,14 @@ static int pc_verify(int selfcheck)
 enum pc_counter {
 	C_WRITES, C_FSYNCS, C_DATASYNCS, C_CLONES, C_RENAMES, C_CREATES,
 	C_UNLINKS, C_ENOKEY, C_SNAPS, C_SNAPDELS, C_KEYCYCLES, C_BUSY,
-	C_REMOUNTS, C_SYNCS, C_DROPS, C_MAX
+	C_REMOUNTS, C_SYNCS, C_DROPS, C_SNAP_REFUSED, C_MAX
 };
 
 static const char *const pc_counter_name[C_MAX] = {
 	"writes", "fsyncs", "fdatasyncs", "clones", "renames", "creates",
 	"unlinks", "enokey", "snapshots", "snapshot_deletes", "key_cycles",
 	"files_busy", "remounts", "syncfs", "drop_caches",
+	"snapshots_refused",
 };
 
 struct pc_shared {
@@ -1696,7 +1701,49 @@ static int pc_snap_exists(uint32_t n)
 	return fstatat(snaps_fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static void pc_do_snap(uint32_t n)
+/* btrfs_root_item::flags, and the flag of a subvolume that holds (or held) a
+ * file with per-inode keys (the series' on-disk format). */
+#define PC_ROOT_ITEM_FLAGS 208
+#define PC_ROOT_FSCRYPT_INODE_KEYS (1ULL << 40)
+
+/*
+ * Does sv's ROOT_ITEM, as committed (syncfs first), carry the mark of a
+ * subvolume holding files with per-inode keys?  Asked after a refused
+ * snapshot: the refusal is right only then.
+ */
+static int pc_sv_marked(void)
+{
+	struct btrfs_ioctl_ino_lookup_args il = { .objectid = BTRFS_FIRST_FREE_OBJECTID };
+	struct btrfs_ioctl_search_args a;
+	struct btrfs_ioctl_search_header *h;
+	uint64_t flags;
+
+	if (syncfs(mnt_fd) || ioctl(sv_fd, BTRFS_IOC_INO_LOOKUP, &il))
+		pc_fatal("syncfs or BTRFS_IOC_INO_LOOKUP of %s: " LAB_ERR_FMT,
+			 sv_path, LAB_ERR_ARGS(errno));
+	memset(&a, 0, sizeof(a));
+	a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+	a.key.min_objectid = a.key.max_objectid = il.treeid;
+	a.key.min_type = a.key.max_type = BTRFS_ROOT_ITEM_KEY;
+	a.key.max_offset = (uint64_t)-1;
+	a.key.max_transid = (uint64_t)-1;
+	a.key.nr_items = 1;
+	if (ioctl(mnt_fd, BTRFS_IOC_TREE_SEARCH, &a) || a.key.nr_items != 1)
+		pc_fatal("the ROOT_ITEM of %s (subvolume %llu): " LAB_ERR_FMT,
+			 sv_path, (unsigned long long)il.treeid, LAB_ERR_ARGS(errno));
+	h = (struct btrfs_ioctl_search_header *)a.buf;
+	if (h->len < PC_ROOT_ITEM_FLAGS + sizeof(flags))
+		pc_fatal("the ROOT_ITEM of %s has %u bytes", sv_path, h->len);
+	memcpy(&flags, (char *)(h + 1) + PC_ROOT_ITEM_FLAGS, sizeof(flags));
+	return !!(le64toh(flags) & PC_ROOT_FSCRYPT_INODE_KEYS);
+}
+
+/*
+ * 0, or -EOPNOTSUPP once sv holds a file with per-inode keys: the kernel
+ * never snapshots such a subvolume (the copies would share that file's
+ * key and IVs), and nothing is made.
+ */
+static int pc_do_snap(uint32_t n)
 {
 	struct btrfs_ioctl_vol_args_v2 va;
 
@@ -1704,10 +1751,16 @@ static void pc_do_snap(uint32_t n)
 	va.fd = sv_fd;
 	va.flags = BTRFS_SUBVOL_RDONLY;
 	snprintf(va.name, sizeof(va.name), "s%u", n);
-	if (ioctl(snaps_fd, BTRFS_IOC_SNAP_CREATE_V2, &va))
+	if (ioctl(snaps_fd, BTRFS_IOC_SNAP_CREATE_V2, &va)) {
+		if (errno == EOPNOTSUPP && pc_sv_marked()) {
+			pc_count(C_SNAP_REFUSED);
+			return -EOPNOTSUPP;
+		}
 		pc_fatal("snapshot of %s as %s/s%u: " LAB_ERR_FMT, sv_path, snaps_path, n,
 			 LAB_ERR_ARGS(errno));
+	}
 	pc_count(C_SNAPS);
+	return 0;
 }
 
 static void pc_do_snap_del(uint32_t n)
@@ -1951,6 +2004,7 @@ static void pc_snap_cycle(void)
 {
 	struct pc_rec r;
 	uint32_t i;
+	int res;
 
 	if (nlive_snaps >= PC_LIVE_SNAPS) {
 		memset(&r, 0, sizeof(r));
@@ -1971,10 +2025,11 @@ static void pc_snap_cycle(void)
 	/* between the writers' operations: the model is then the disk */
 	pc_pause_writers();
 	pc_intent(&r, PC_COORD);
-	pc_do_snap(r.file);
-	pc_commit(&r, 0, 0);
+	res = pc_do_snap(r.file);
+	pc_commit(&r, res, 0);
 	__atomic_store_n(&sh->pause, 0, __ATOMIC_SEQ_CST);
-	live_snaps[nlive_snaps++] = r.file;
+	if (!res)
+		live_snaps[nlive_snaps++] = r.file;
 }
 
 static void pc_remount(uint32_t mode)
@@ -2274,11 +2329,12 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 	       epoch, cut, seed, pc_mode_name[cur_mode], (unsigned long long)sh->next_slot);
 	rng_init(seed, epoch, PC_PROCS);
 	if (first) {
-		/* each writer's first file with per-inode keys, the others per extent */
-		pc_remount(PC_MODE_INODE);
-		for (w = 0; w < PC_WRITERS; w++)
-			pc_op_create(w, &wr[w]);
-		pc_remount(PC_MODE_EXTENT);
+		/*
+		 * Every first file with per-extent keys: files with per-inode
+		 * keys come with the per-inode periods (remounts, even boots),
+		 * and from then on sv is never snapshotted, so the first boot
+		 * snapshots until then.
+		 */
 		for (w = 0; w < PC_WRITERS; w++)
 			while (wr[w].nf < PC_PER_WRITER)
 				pc_op_create(w, &wr[w]);
