@@ -316,7 +316,6 @@ REQUIRED_HISTS = (("@lookup_ns", "extent-info lookup latency"),
 
 def _text_figure(out_dir, fname, title, text):
     """A figure that only says why it has no data (wrapped, centered)."""
-    import textwrap
     plt = _plt()
     lines = [title, ""] + [w for para in text.split("\n")
                            for w in textwrap.wrap(para, 100) or [""]]

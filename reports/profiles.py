@@ -154,7 +154,6 @@ def load_folded(d):
     """Folded stacks of a profile directory: perf.folded if the run has
     one, else folded here from perf-script.txt.gz (or .txt); None if
     neither exists."""
-    import gzip
     path = os.path.join(d, "perf.folded")
     if os.path.exists(path):
         with open(path, encoding="utf-8", errors="replace") as f:

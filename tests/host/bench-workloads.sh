@@ -224,6 +224,27 @@ same "trace_counts: tracing and events off again" "$(cat "$ftfs/tracing_on" "$ft
 0"
 rm -rf "$ftfs"
 
+echo "== CPU time of a phase (cpu_now of guest-bench.sh)"
+# user+nice+system+irq+softirq of /proc/stat's cpu line; nothing (never a
+# failure) when the line is missing, short or not numbers
+cpu_ticks_of() { # content of a made-up /proc/stat ("-": no such file)
+	(
+		eval "$(sed -n '/^cpu_now() {/,/^}/p' "$top/bench/guest-bench.sh")"
+		f=$(mktemp)
+		if [ "$1" = - ]; then rm -f "$f"; else printf '%b' "$1" >"$f"; fi
+		PROC_STAT=$f cpu_now
+		rc=$?
+		rm -f "$f"
+		# shellcheck disable=SC2154 # cpu_ticks: set by cpu_now, eval'ed above
+		echo "rc=$rc ticks=$cpu_ticks"
+	)
+}
+same "cpu_now: known answer" "$(cpu_ticks_of 'cpu  10 2 30 999 50 4 5 7 0 0\ncpu0 1 1 1 1 1 1 1 0 0 0\n')" "rc=0 ticks=51"
+same "cpu_now: short cpu line" "$(cpu_ticks_of 'cpu  10 2 30\n')" "rc=0 ticks="
+same "cpu_now: no cpu line" "$(cpu_ticks_of 'intr 1 2 3\n')" "rc=0 ticks="
+same "cpu_now: not numbers" "$(cpu_ticks_of 'cpu  10 x 30 999 50 4 5\n')" "rc=0 ticks="
+same "cpu_now: no /proc/stat" "$(cpu_ticks_of -)" "rc=0 ticks="
+
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
 else

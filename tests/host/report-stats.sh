@@ -44,7 +44,7 @@ if [ -n "$missing" ]; then
 fi
 
 echo "== unit tests: reports/test_*.py"
-if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history; then ok "unit tests"; else bad "unit tests"; fi
+if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history reports.test_selfdescribing; then ok "unit tests"; else bad "unit tests"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -59,6 +59,9 @@ mk "$tmp/skipped-prof" --seed 4 --skip btrfs-extent,btrfs-inode --extras
 mk "$tmp/scal" --seed 5 --reps 3 --scaling-phases
 mk "$tmp/one" --seed 6 --reps 1
 mk "$tmp/gs" --seed 7 --reps 3 --groupsweep
+mk "$tmp/nocpu" --seed 8 --no-cpu
+mk "$tmp/f2" --seed 8 --format2
+mk "$tmp/costly" --seed 9 --cpu-scale btrfs-extent=1.2
 
 expect_rc() { # want-rc name command...
 	local want=$1 name=$2 rc
@@ -100,7 +103,7 @@ assert r["arms"]["ext4-plain"]["phases"]["randwrite"]["bw_bytes"]["n"] == 5
 assert r["arms"]["ext4-plain"]["phases"]["randwrite"]["direction"] == "write"
 c = [c for c in r["comparisons"] if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
 assert c["status"] == "measured" and c["bw"]["ci_lo"] <= c["bw"]["ratio"] <= c["bw"]["ci_hi"]
-v = [v for v in r["verdicts"] if v["phase"] == "randread" and v["metric"] == "throughput"][0]
+v = [v for v in r["verdicts"] if v["phase"] == "randread" and v["metric"] == "CPU per MiB"][0]
 assert v["status"] in ("met", "not met"), v
 assert r["meta"]["run_info"]["kernel_release"] == "6.1.192+"
 EOF
@@ -137,7 +140,7 @@ has "summary.md: TCG note" "$out/summary.md" "not hardware times"
 # shellcheck disable=SC2016 # the backquotes are Markdown, not shell
 has "summary.md: raw file line" "$out/summary.md" 'raw data: `raw/<arm>/rep<N>/seqread.json`'
 has "summary.md: throughput table" "$out/summary.md" '^\| btrfs-extent \| btrfs-inode \| 5 \|'
-has "summary.md: verdicts" "$out/summary.md" 'randread throughput, per-extent .* goal ≥ 0.97: \*\*(met|not met)\*\*'
+has "summary.md: verdicts" "$out/summary.md" 'randread CPU cost per MiB, per-extent .* goal ≤ 1.03: \*\*(met|not met)\*\*.*Beside it \(not deciding\): throughput'
 has "summary.md: config hash" "$out/summary.md" 'feedbeef'
 has "index.html: job files collapsed" "$out/index.html" '<details><summary>fio job file seqread.fio'
 has "index.html: plots" "$out/index.html" '<img src="ratio_extent_inode.png"'
@@ -159,7 +162,7 @@ if cmp -s "$tmp/results1.json" "$out/results.json"; then ok "results.json identi
 
 out=$tmp/report-skipped
 expect_rc 0 generate-skipped $py -m reports.generate "$tmp/skipped" "$out"
-has "skipped: verdict not measured" "$out/summary.md" 'seqread throughput.*not measured \(btrfs-extent skipped: kernel has no btrfs encryption'
+has "skipped: verdict not measured" "$out/summary.md" 'seqread CPU cost per MiB.*not measured \(btrfs-extent skipped: kernel has no btrfs encryption'
 has "skipped: own section" "$out/summary.md" '^- \*\*btrfs-inode\*\*: kernel has no btrfs'
 has "skipped: profiles not collected" "$out/summary.md" 'not collected'
 if [ -s "$out/ratio_extent_inode.png" ]; then ok "skipped: ratio plot still made"; else bad "skipped: no ratio plot"; fi
@@ -221,14 +224,28 @@ hasnt "groupsweep: no verdict on a bounded point" "$out/summary.md" '^- seqread-
 
 out=$tmp/report-one
 expect_rc 0 generate-one-rep $py -m reports.generate "$tmp/one" "$out"
-if [ "$(grep -c '^- .*per-extent ÷ per-inode.*\*\*not conclusive (n = 1)\*\*' "$out/summary.md")" = 4 ]; then
-	ok "one rep: all 4 verdicts not conclusive (n = 1)"
+if [ "$(grep -c '^- .*per-extent ÷ per-inode.*\*\*not conclusive (n = 1)\*\*' "$out/summary.md")" = 3 ]; then
+	ok "one rep: all 3 verdicts not conclusive (n = 1)"
 else
 	bad "one rep: not every verdict says not conclusive (n = 1)"
 fi
 hasnt "one rep: no CI in the verdicts" "$out/summary.md" '^- .*per-extent ÷ per-inode.*\(95% CI'
 has "one rep: says how many reps a CI needs" "$out/summary.md" 'a 95% CI needs at least 4 reps per arm'
 expect_rc 2 generate-no-meta $py -m reports.generate "$tmp/nonexistent" "$tmp/x"
+
+echo "== CPU cost, and runs without it"
+out=$tmp/report
+has "summary.md: CPU table row" "$out/summary.md" '^\| btrfs-extent \| btrfs-inode \| 5 \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \| [0-9]+ \| 1\.0[0-9]+ \| '
+if [ -s "$out/cpu.png" ] && [ -s "$out/cpu.tsv" ]; then ok "report has cpu.png and cpu.tsv"; else bad "report lacks cpu.png or cpu.tsv"; fi
+for r in nocpu f2; do
+	expect_rc 0 "generate-$r" $py -m reports.generate "$tmp/$r" "$tmp/report-$r"
+	has "$r: verdicts fall back to throughput, labelled" "$tmp/report-$r/summary.md" '^- randread throughput, per-extent .* goal ≥ 0.97: \*\*(met|not met)\*\*.*\[old metric: '
+	hasnt "$r: no CPU verdict" "$tmp/report-$r/summary.md" '^- .*CPU cost per MiB'
+done
+has "f2: says where the arm definitions came from" "$tmp/report-f2/summary.md" 'FORMAT2_ARMS'
+expect_rc 0 generate-costly $py -m reports.generate "$tmp/costly" "$tmp/report-costly"
+has "costly: 20% more CPU per MiB fails the goal, throughput beside it met" "$tmp/report-costly/summary.md" \
+	'^- seqread CPU cost per MiB, per-extent .*: 1\.2[0-9]+ \(95% CI [0-9.-]+\), goal ≤ 1.03: \*\*not met\*\*\. Beside it \(not deciding\): throughput 0\.9[0-9]+ \(95% CI [0-9.-]+; goal ≥ 0.97: met\)'
 
 echo "== check.py"
 base=$tmp/baseline.json
@@ -249,6 +266,14 @@ expect_rc 2 check-no-run $py -m reports.check "$tmp/nonexistent" "$base"
 echo '{"ratios": {}}' >"$tmp/empty-baseline.json"
 expect_rc 2 check-bad-baseline $py -m reports.check "$tmp/same" "$tmp/empty-baseline.json"
 expect_rc 2 check-usage $py -m reports.check "$tmp/same"
+cbase=$tmp/cpu-baseline.json
+expect_rc 0 make-cpu-baseline $py -m reports.check --make-baseline --metric cpu_per_mib "$tmp/base" "$cbase"
+has "CPU baseline: its metric" "$cbase" '"metric": "cpu_per_mib"'
+expect_rc 0 check-cpu-unchanged $py -m reports.check "$tmp/same" "$cbase"
+expect_rc 1 check-cpu-costlier $py -m reports.check "$tmp/costly" "$cbase"
+has "costlier: CPU ratio up flagged" "$tmp/check-cpu-costlier.out" '^btrfs-extent/btrfs-inode +seqread .*\+(1[5-9]|2[0-5])\.[0-9]+% +0\.0079 +yes +REGRESSION'
+expect_rc 2 check-cpu-baseline-without-cpu $py -m reports.check "$tmp/nocpu" "$cbase"
+expect_rc 0 check-format2-run $py -m reports.check "$tmp/f2" "$base"
 
 if [ "$fails" = 0 ]; then
 	echo "report-stats: all passed"
