@@ -57,9 +57,9 @@ browse() { # name page want-rc [regex of a line that must be there] [option]
 
 echo "== the reports"
 browse report "$tmp/reports/run/index.html" 0 '^ok   main verdict in the first screen'
-if grep -Eq '^ok   images: 12 of 12 loaded' "$tmp/report.out" &&
+if grep -Eq '^ok   images: 13 of 13 loaded' "$tmp/report.out" &&
 	grep -Eq '^ok   links: [1-9][0-9]* of [0-9]+ resolve' "$tmp/report.out"; then
-	ok "report: its 12 images and its links were checked"
+	ok "report: its 13 images and its links were checked"
 else
 	bad "report: not every image and link was checked"
 fi
