@@ -16,7 +16,8 @@
 # --output-format=json+
 # Results go to $RESULTS/bench/: raw/<arm>/rep<N>/<phase>.json, arms.tsv,
 # extents.tsv, order.tsv, phases, fio-version, cpu.tsv (the CPU time of
-# every timed phase, from /proc/stat) and user-hz, and profiles/<arm>/ from
+# every timed phase, from /proc/stat, over fio's I/O: see run_phases),
+# cpu-windows.tsv and user-hz, and profiles/<arm>/ from
 # one extra, profiled repetition per arm (never mixed with the timed ones).
 #
 # With PROFILE=1 the profiled repetition also runs the workload's count
@@ -77,12 +78,13 @@ wl_target() { echo "$1/bench/$FILE"; }
 [ -f "$wl/hooks.sh" ] && . "$wl/hooks.sh"
 
 # One measured phase: its job file is PHASE.fio, else KIND.fio for a phase
-# named KIND-SOMETHING.
-run_phase() { # arm mnt phase json
+# named KIND-SOMETHING. Extra fio options after the json file.
+run_phase() { # arm mnt phase json [fio options...]
 	local arm=$1 mnt=$2 phase=$3 json=$4 job=$wl/$3.fio
+	shift 4
 	[ -f "$job" ] || job=$wl/${phase%%-*}.fio
 	ARM=$arm BENCH_DIR=$mnt/bench TARGET=$(wl_target "$mnt" "$phase") \
-		fio --output-format=json+ --output="$json" "$job"
+		fio "$@" --output-format=json+ --output="$json" "$job"
 }
 
 # "/job/run --phase ARM MNT PHASE JSON": one phase only, for the profilers
@@ -107,6 +109,7 @@ echo 3 >"$out/format"
 : >"$out/facts.tsv"
 : >"$out/saves.tsv"
 : >"$out/cpu.tsv"
+: >"$out/cpu-windows.tsv"
 # The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
 getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
 fio --version >"$out/fio-version"
@@ -422,20 +425,61 @@ cpu_now() {
 	cpu_ticks=$((user + nice + system + irq + softirq))
 }
 
+# The CPU window of a timed phase is fio's I/O: fio runs cpu_mark as the
+# job's exec_prerun (after its start-up: exec, job parsing, file setup,
+# right before the first I/O) and as its exec_postrun (after the last I/O
+# and end_fsync, before its exit), each writing the /proc/stat cpu line to
+# JOB.prerun.txt / JOB.postrun.txt in fio's working directory. fio's
+# start-up and exit are the same work for every arm, and under TCG or
+# icount they took about as long as a random-read phase's I/O (0.5-0.8 s
+# of 1 s): around the whole fio process they diluted every ratio toward 1.
+# A job file of several jobs (no single prerun and postrun) falls back to
+# the window around the fio process; cpu-windows.tsv says which window
+# each phase got (arm, rep, phase, io|process, ticks around the process).
+cpu_mark='read l </proc/stat && echo "$l"'
+cpu_win_dir=/tmp/fio-cpu-window
+
+# ticks of a saved cpu line into cpu_ticks (cpu_now's rule), empty if bad
+cpu_of_file() { # file
+	PROC_STAT=$1 cpu_now
+}
+
 run_phases() { # arm rep mnt dir
-	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0
+	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0 c1 p0 p1 win pre post
 	mkdir -p "$dir"
 	for phase in $phases; do
 		progress "$phase"
+		rm -rf "$cpu_win_dir" && mkdir -p "$cpu_win_dir" ||
+			{ echo "bench: FAIL: cannot make $cpu_win_dir"; exit 1; }
 		drop_caches
 		cpu_now
 		c0=$cpu_ticks
-		run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" ||
+		(cd "$cpu_win_dir" && run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" \
+			--exec_prerun="$cpu_mark" --exec_postrun="$cpu_mark") ||
 			{ echo "bench: fio $phase failed for $arm rep $rep"; cat "$dir/$phase.json"; exit 1; }
 		cpu_now
+		c1=$cpu_ticks
+		# the I/O window, when the job file had exactly one job
+		p0="" p1=""
+		pre=$(ls "$cpu_win_dir"/*.prerun.txt 2>/dev/null)
+		post=$(ls "$cpu_win_dir"/*.postrun.txt 2>/dev/null)
+		if [ "$(echo "$pre" | grep -c .)" = 1 ] && [ "$(echo "$post" | grep -c .)" = 1 ]; then
+			cpu_of_file "$pre"; p0=$cpu_ticks
+			cpu_of_file "$post"; p1=$cpu_ticks
+		fi
 		# arm, rep, phase, CPU ticks of the phase (nothing if unreadable)
-		if [ -n "$c0" ] && [ -n "$cpu_ticks" ]; then
-			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((cpu_ticks - c0))" >>"$out/cpu.tsv"
+		if [ -n "$p0" ] && [ -n "$p1" ]; then
+			win=io
+			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((p1 - p0))" >>"$out/cpu.tsv"
+		elif [ -n "$c0" ] && [ -n "$c1" ]; then
+			win=process
+			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((c1 - c0))" >>"$out/cpu.tsv"
+		else
+			win=""
+		fi
+		if [ -n "$win" ]; then
+			printf '%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$win" \
+				"$([ -n "$c0" ] && [ -n "$c1" ] && echo $((c1 - c0)))" >>"$out/cpu-windows.tsv"
 		fi
 	done
 }

@@ -1,5 +1,25 @@
 #!/bin/bash
-# Entry point of `make bench WORKLOAD=NAME [REPS=5] [ARMS="a b" or a,b] [PROFILE=1]`.
+# Entry point of `make bench WORKLOAD=NAME [REPS=5] [ARMS="a b" or a,b] [PROFILE=1] [SCRATCH_IN_RAM=1]`.
+#
+# SCRATCH_IN_RAM=1 (the default): the guest's scratch disk images (one per
+# arm, and the save disk of PREP=once) are files in host memory, a
+# directory under SCRATCH_DIR (default /dev/shm, a tmpfs), so the guest's
+# I/O latency does not depend on the host's disk and on what else uses it
+# (the other VM of `make test`, a kernel build): p99 latency ratios can then
+# be decided. They are removed when the run ends. Room: every arm's disk
+# ends up fully allocated (2 GiB each: restoring a prepared device zeroes
+# it with BLKZEROOUT, which QEMU does on a tmpfs file by allocating the
+# range), the save disk holds about SCRATCH_SAVE_MIB (512) per arm; that,
+# plus the guest's memory and 2 GiB to spare, must fit in MemAvailable and
+# in the free space of SCRATCH_DIR, or the disks go to build/ as before,
+# with a note (the run records where its disks were: run.info scratch=).
+# SCRATCH_IN_RAM=0: always in build/ (run-vm.sh's default, $run/vm/disks).
+# KEEP_DISKS=1 (keep the disks for a look afterwards) implies
+# SCRATCH_IN_RAM=0.
+#
+# The host's load average is sampled every 30 s during the VM's run
+# (run.info: host_load1_start, host_load1_mean, host_load1_max,
+# host_load_samples; $run/vm/host-load.tsv), so a run says what else ran.
 #
 # Boots the perf kernel once and runs the workload's arms interleaved
 # (A B C A B C ...), REPS timed repetitions each, plus one profiled
@@ -18,6 +38,9 @@ PROFILE=${PROFILE:-1}
 # once: prepare each arm's files once and restore the prepared filesystem
 # before every rep; each: a fresh mkfs and preparation for every rep.
 PREP=${PREP:-once}
+SCRATCH_IN_RAM=${SCRATCH_IN_RAM:-1}
+SCRATCH_DIR=${SCRATCH_DIR:-/dev/shm}
+SCRATCH_SAVE_MIB=${SCRATCH_SAVE_MIB:-512}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
 # Test of the regression check only: slow every per-extent lookup down by
 # this many microseconds (fscrypto.extent_lookup_delay_us, patch 0020).
@@ -36,7 +59,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -45,6 +68,8 @@ for a in $ARMS; do
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;; esac
+case $SCRATCH_IN_RAM in 0 | 1) ;; *) die "SCRATCH_IN_RAM must be 0 or 1, not '$SCRATCH_IN_RAM'" ;; esac
+case $SCRATCH_SAVE_MIB in '' | *[!0-9]*) die "SCRATCH_SAVE_MIB must be a number of MiB, not '$SCRATCH_SAVE_MIB'" ;; esac
 case ${GROUP_SIZES:-1} in *[!0-9\ ]*) die "GROUP_SIZES must be numbers of extents per key (0: no bound), not '$GROUP_SIZES'" ;; esac
 case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
@@ -80,11 +105,61 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 } >"$job/bench.env"
 
 nr_arms=$(echo $ARMS | wc -w)
+# Scratch disks: one of ARM_DISK_GIB per arm and, with PREP=once, the save
+# disk of SAVE_DISK_GIB after them (sparse images of the prepared
+# filesystems: only their non-zero blocks use space).
+ARM_DISK_GIB=2 SAVE_DISK_GIB=12
+sizes=()
+for _ in $ARMS; do sizes+=("$ARM_DISK_GIB"); done
+[ "$PREP" = once ] && sizes+=("$SAVE_DISK_GIB")
+mem_mb=4096
+# Where the scratch disks live (see the top of this file).
+scratch_where=build
+scratch_dir=""
+if [ "$SCRATCH_IN_RAM" = 1 ] && [ "${KEEP_DISKS:-0}" = 1 ]; then
+	echo "bench: note: KEEP_DISKS=1: the scratch disks go to build/ (SCRATCH_IN_RAM=0), where they are kept"
+elif [ "$SCRATCH_IN_RAM" = 1 ]; then
+	# MiB the disks can take in memory: every arm disk whole (BLKZEROOUT
+	# allocates it), SCRATCH_SAVE_MIB per arm on the save disk
+	need_mib=$(( nr_arms * ARM_DISK_GIB * 1024 ))
+	[ "$PREP" = once ] && need_mib=$(( need_mib + nr_arms * SCRATCH_SAVE_MIB ))
+	avail_mib=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo 2>/dev/null)
+	free_mib=$(df -Pm "$SCRATCH_DIR" 2>/dev/null | awk 'NR == 2 { print $4 }')
+	spare_mib=$(( mem_mb + 2048 ))
+	why=""
+	if [ ! -d "$SCRATCH_DIR" ] || [ ! -w "$SCRATCH_DIR" ]; then
+		why="$SCRATCH_DIR is not a writable directory"
+	elif [ -z "$avail_mib" ] || [ -z "$free_mib" ]; then
+		why="cannot read MemAvailable or the free space of $SCRATCH_DIR"
+	elif [ $(( need_mib + spare_mib )) -gt "$avail_mib" ]; then
+		why="the disks may take $need_mib MiB; with the guest's $mem_mb MiB and 2048 MiB to spare that is more than the host's MemAvailable ($avail_mib MiB)"
+	elif [ "$need_mib" -gt "$free_mib" ]; then
+		why="the disks may take $need_mib MiB, $SCRATCH_DIR has $free_mib MiB free"
+	elif ! scratch_dir=$(mktemp -d "$SCRATCH_DIR/fscrypt-lab-$stamp-XXXXXX" 2>/dev/null); then
+		why="cannot create a directory in $SCRATCH_DIR"
+		scratch_dir=""
+	fi
+	if [ -n "$why" ]; then
+		echo "bench: note: scratch disks in build/, not in memory: $why (SCRATCH_IN_RAM=0 says so without this note)"
+	else
+		scratch_where=ram
+		# removed however the run ends
+		trap 'rm -rf "$scratch_dir"' EXIT
+		echo "bench: scratch disks in memory: $scratch_dir (up to $need_mib MiB; MemAvailable $avail_mib MiB, $free_mib MiB free there)"
+	fi
+fi
 scratch=()
-for _ in $ARMS; do scratch+=(--scratch 2G); done
-# PREP=once: the save disk, after the arms' disks (sparse images of the
-# prepared filesystems: only their non-zero blocks use space)
-[ "$PREP" = once ] && scratch+=(--scratch 12G)
+i=0
+for g in "${sizes[@]}"; do
+	if [ "$scratch_where" = ram ]; then
+		img=$scratch_dir/scratch$i.img
+		truncate -s "${g}G" "$img" || die "cannot create the scratch disk $img"
+		scratch+=(--scratch-file "$img")
+	else
+		scratch+=(--scratch "${g}G")
+	fi
+	i=$((i + 1))
+done
 # Generous: a timed run of one arm takes a few minutes under TCG.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
 # shellcheck source=/dev/null # the workload is picked at run time; tests/host/bench-workloads.sh loads each one
@@ -102,9 +177,30 @@ if [ "$INJECT_LOOKUP_DELAY_US" != 0 ]; then
 	append+=" fscrypto.extent_lookup_delay_us=$INJECT_LOOKUP_DELAY_US"
 	echo "bench: WARNING: injected slowdown: every per-extent lookup waits $INJECT_LOOKUP_DELAY_US us (a test of bench-check, not a measurement)"
 fi
+# The host's load average during the run, every 30 s (epoch, /proc/loadavg).
+mkdir -p "$vm"
+(while :; do echo "$(date +%s) $(cat /proc/loadavg)"; sleep 30; done) >"$vm/host-load.tsv" 2>/dev/null &
+sampler=$!
 "$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
-	--timeout "$timeout" --mem 4096 "${scratch[@]}" --append "$append"
+	--timeout "$timeout" --mem "$mem_mb" "${scratch[@]}" --append "$append"
 rc=$?
+kill "$sampler" 2>/dev/null
+wait "$sampler" 2>/dev/null
+# What run-vm.sh cannot know, in its run.info (reports.runmodel keeps every
+# key of it in meta.json run_info): where the scratch disks were, and the
+# host's 1-minute load average at the start, mean and max over the samples.
+if [ -f "$vm/run.info" ]; then
+	{
+		if [ "$scratch_where" = ram ]; then
+			echo "scratch=ram ($SCRATCH_DIR, tmpfs)"
+		else
+			echo "scratch=disk (build/)"
+		fi
+		awk 'NR == 1 { s = $2 } { t += $2; if ($2 > m) m = $2; n++ }
+			END { if (n) printf "host_load1_start=%s\nhost_load1_mean=%.2f\nhost_load1_max=%s\nhost_load_samples=%d\n", s, t / n, m, n }' \
+			"$vm/host-load.tsv"
+	} >>"$vm/run.info"
+fi
 if [ $rc != 0 ]; then
 	echo "bench: the benchmark VM failed ($(cat "$vm/verdict" 2>/dev/null)); job output: $vm/results/job.log" >&2
 	tail -n 20 "$vm/results/job.log" 2>/dev/null >&2

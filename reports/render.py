@@ -127,7 +127,8 @@ def section_run(doc, run):
          if k.get("lab_commit") else None),
         ("CPU time", "per timed phase, /proc/stat ticks of 1/"
          f"{(meta.get('cpu') or {}).get('user_hz')} s "
-         f"({(meta.get('cpu') or {}).get('user_hz_source')})"
+         f"({(meta.get('cpu') or {}).get('user_hz_source')}); window: "
+         f"{(meta.get('cpu') or {}).get('window') or 'process'}"
          if run["has_cpu"] else "not recorded"),
         ("accel", info.get("accel")),
         ("vCPUs", info.get("cpus")),
@@ -304,6 +305,27 @@ def _ratio_cells(r):
     return fmt_ratio(r["ratio"]), fmt_ci_of(r)
 
 
+def cpu_window_text(run):
+    """Where the CPU window of the run's phases began and ended
+    (meta cpu.window, recorded by runmodel.collect)."""
+    cpu = run["meta"].get("cpu") or {}
+    window, counts = cpu.get("window") or "process", \
+        cpu.get("window_counts") or {}
+    io = ("fio's I/O, from its exec_prerun (after fio's start-up, before "
+          "the first I/O) to its exec_postrun (after the last I/O and "
+          "end_fsync); fio's start and exit are not in it")
+    process = ("the whole fio run, so it holds fio's start and exit too: "
+               "the same work for every arm, which pulls every ratio "
+               "toward 1")
+    if window == "io":
+        return io
+    if window == "mixed":
+        return (f"for {counts.get('io', 0)} phase(s) {io}; for "
+                f"{counts.get('process', 0)} (job files of several jobs), "
+                f"{process}")
+    return process
+
+
 def section_cpu(doc, run, res, plots):
     doc.h(2, "CPU cost")
     if not run["has_cpu"]:
@@ -316,13 +338,13 @@ def section_cpu(doc, run, res, plots):
         return
     hz = (run["meta"].get("cpu") or {}).get("user_hz")
     doc.p("CPU time of each timed phase: the guest read the `cpu` line of "
-          "`/proc/stat` right before and after the phase's fio run and "
+          "`/proc/stat` at both ends of a window and "
           "counted user + nice + system + irq + softirq of all CPUs (so "
           "the kworkers that decrypt are in it; idle, iowait and steal are "
-          f"not), in ticks of 1/{hz} s. Cost per MiB = CPU time / (fio "
+          f"not), in ticks of 1/{hz} s. The window: "
+          f"{cpu_window_text(run)}. Cost per MiB = CPU time / (fio "
           "`io_bytes` / 2^20), in CPU ms per MiB; per I/O = CPU time / fio "
-          "`total_ios`, in CPU µs. The window holds fio's start and exit "
-          "too, the same for every arm. Ratio = the arm over its reference "
+          "`total_ios`, in CPU µs. Ratio = the arm over its reference "
           "(geometric mean of per-rep ratios, 95% bootstrap CI over the "
           "pairs); lower is cheaper. A phase of few ticks is coarse: the "
           "ticks column says how many.")
@@ -743,8 +765,9 @@ def section_tail(doc, run, res, threshold, plots):
         "the report is reproducible (`reports.labstats.ratio`, also used "
         "by the baseline, the check and the history).",
         "CPU cost: guest /proc/stat CPU time (user, nice, system, irq, "
-        "softirq; all CPUs) around each timed phase, per MiB and per I/O "
-        "of fio's totals.",
+        "softirq; all CPUs) of each timed phase (window: "
+        f"{(run['meta'].get('cpu') or {}).get('window') or 'process'}; "
+        "see CPU cost), per MiB and per I/O of fio's totals.",
         "Everything the report needs about arms, comparisons, goals and "
         "metrics is read from the run directory (meta.json `spec`), not "
         "from the lab's current bench/arms or bench/workloads.",

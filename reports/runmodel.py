@@ -81,12 +81,17 @@ METRICS = {
     "cpu_s": {
         "name": "CPU time", "unit": "s", "better": "lower",
         "per_rep": True,
-        "definition": "guest CPU time around the phase's fio run: the "
-                      "change of user+nice+system+irq+softirq of the "
-                      "/proc/stat cpu line (all CPUs, so kworkers that "
-                      "decrypt count; idle, iowait and steal do not), in "
-                      "USER_HZ ticks / USER_HZ; the window also holds "
-                      "fio's start and exit"},
+        "definition": "guest CPU time of the phase's I/O: the change of "
+                      "user+nice+system+irq+softirq of the /proc/stat cpu "
+                      "line (all CPUs, so kworkers that decrypt count; "
+                      "idle, iowait and steal do not), in USER_HZ ticks / "
+                      "USER_HZ, from fio's exec_prerun (after its start-up, "
+                      "before the first I/O) to its exec_postrun (after the "
+                      "last I/O and end_fsync); meta cpu.window says which "
+                      "window the run had: io (that one), process (around "
+                      "the whole fio run, start and exit included: runs "
+                      "before 2026-12-05 13:00 UTC and job files of several "
+                      "jobs) or mixed"},
     "cpu_per_mib": {
         "name": "CPU cost per MiB", "unit": "CPU s per MiB",
         "better": "lower", "per_rep": True,
@@ -700,6 +705,32 @@ def arm_facts(rows):
     return facts, problems
 
 
+# The guest's record of the window each timed phase's CPU time covers:
+# arm, rep, phase, io|process, ticks around the whole fio process.
+CPU_WINDOWS = "cpu-windows.tsv"
+
+
+def cpu_window(bench):
+    """{"window": io|process|mixed, "window_counts": {kind: phases}} from
+    the guest's cpu-windows.tsv. io: fio's exec_prerun to exec_postrun
+    (its I/O only); process: around the whole fio run (start and exit
+    included). A guest without the file measured around the process."""
+    path = os.path.join(bench, CPU_WINDOWS)
+    if not os.path.exists(path):
+        return {"window": "process", "window_counts": {},
+                "window_source": "no cpu-windows.tsv: the guest measured "
+                                 "around the whole fio process"}
+    counts = {}
+    for row in _read_tsv(path):
+        if len(row) >= 4 and row[3] in ("io", "process"):
+            counts[row[3]] = counts.get(row[3], 0) + 1
+    kinds = sorted(counts)
+    window = kinds[0] if len(kinds) == 1 else ("mixed" if kinds
+                                               else "process")
+    return {"window": window, "window_counts": counts,
+            "window_source": CPU_WINDOWS}
+
+
 def collect(vm, job, run):
     """Turn a benchmark VM's output into a raw run directory (format 3).
 
@@ -789,7 +820,8 @@ def collect(vm, job, run):
                "user_hz_source": ("getconf CLK_TCK in the guest"
                                   if hz.isdigit() and int(hz) > 0 else
                                   "not recorded: 100, USER_HZ of x86"),
-               "lines": len(_read_tsv(cpu_tsv))}
+               "lines": len(_read_tsv(cpu_tsv)),
+               **cpu_window(bench)}
     meta = {
         "format": FORMAT,
         # what the run needs to be read later, from the job that ran
@@ -838,6 +870,9 @@ def collect(vm, job, run):
                 os.path.join(run, "console.log"))
     if cpu:
         shutil.copy(cpu_tsv, os.path.join(run, "cpu.tsv"))
+        if os.path.exists(os.path.join(bench, CPU_WINDOWS)):
+            shutil.copy(os.path.join(bench, CPU_WINDOWS),
+                        os.path.join(run, CPU_WINDOWS))
     with open(os.path.join(run, "meta.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     return meta
