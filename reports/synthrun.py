@@ -327,7 +327,8 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                     fh.write("\t".join(map(str, row)) + "\n")
             meta["cpu"] = {"file": "cpu.tsv", "user_hz": USER_HZ,
                            "user_hz_source": "synthetic",
-                           "lines": len(cpu_rows)}
+                           "lines": len(cpu_rows), "window": "io",
+                           "window_counts": {"io": len(cpu_rows)}}
     with open(os.path.join(a.run_dir, "meta.json"), "w") as fh:
         json.dump(meta, fh, indent=1)
 

@@ -9,13 +9,16 @@ says so.
 Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_cpuwindow
 """
 
+import json
 import os
 import subprocess
 import tempfile
 import unittest
 
+from reports import history as H
 from reports import render
 from reports import runmodel as M
+from reports import synthrun
 from reports.test_runmodel import fake_guest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -94,6 +97,49 @@ class Window(unittest.TestCase):
             md = f.read()
         self.assertIn("The window: fio's I/O", md)
         self.assertIn("window: io", md)
+
+
+class HistoryKeepsWindowsApart(unittest.TestCase):
+    """A run measured around the whole fio process and one measured over
+    fio's I/O are two metrics in the history: never one trend."""
+
+    def test_process_window_stored_under_its_own_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for i, window in enumerate(("process", "io")):
+                rd = os.path.join(tmp, f"2026120{i + 1}-010000-fragmented")
+                synthrun.make_run(rd, reps=4)
+                meta_path = os.path.join(rd, "meta.json")
+                with open(meta_path, encoding="utf-8") as f:
+                    meta = json.load(f)
+                if window == "process":  # a guest before cpu-windows.tsv
+                    for k in ("window", "window_counts"):
+                        meta["cpu"].pop(k, None)
+                self.assertEqual(meta["cpu"].get("window"),
+                                 None if window == "process" else "io")
+                with open(meta_path, "w", encoding="utf-8") as f:
+                    json.dump(meta, f)
+                runs.append(rd)
+            store = os.path.join(tmp, "store")
+            for rd in runs:
+                H.append(rd, None, store)
+            s = H.series("fragmented", store)
+            key = ("btrfs-extent/btrfs-inode", "seqread")
+            old = s[("cpu_per_mib" + H.PROCESS_WINDOW,) + key]
+            new = s[("cpu_per_mib",) + key]
+            self.assertEqual([p["run"] for p in old],
+                             [os.path.basename(runs[0])])
+            self.assertEqual([p["run"] for p in new],
+                             [os.path.basename(runs[1])])
+            # throughput does not depend on the window: one trend
+            self.assertEqual(len(s[("bw_bytes",) + key]), 2)
+            # the trend page draws both, each with its name
+            out = os.path.join(tmp, "trend")
+            H.plot("fragmented", out, None, store)
+            with open(os.path.join(out, "index.html"),
+                      encoding="utf-8") as f:
+                page = f.read()
+            self.assertIn("window around the whole fio process", page)
 
 
 class GuestCpuLine(unittest.TestCase):
