@@ -405,47 +405,19 @@ static int rewrite_tree_blocks(const char *label, const void *needle,
  */
 static int read_subvol_root(const char *path, struct leaf_share *share)
 {
-	struct btrfs_ioctl_ino_lookup_args il = {
-		.treeid = 0,
-		.objectid = BTRFS_FIRST_FREE_OBJECTID,
-	};
-	struct btrfs_ioctl_search_args sa;
-	struct btrfs_ioctl_search_header sh;
 	struct btrfs_root_item ri;
-	int fd, ok = 0;
+	int len;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!CHECK_OK(fd, "open %s", path))
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	if (!CHECK_OK(ioctl(fd, BTRFS_IOC_INO_LOOKUP, &il),
-		      "BTRFS_IOC_INO_LOOKUP of %s", path))
-		goto out;
-	sa.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
-	sa.key.min_objectid = sa.key.max_objectid = il.treeid;
-	sa.key.min_type = sa.key.max_type = BTRFS_ROOT_ITEM_KEY;
-	sa.key.max_offset = (uint64_t)-1;
-	sa.key.max_transid = (uint64_t)-1;
-	sa.key.nr_items = 1;
-	if (!CHECK_OK(ioctl(fd, BTRFS_IOC_TREE_SEARCH, &sa),
-		      "ROOT_ITEM of subvolume %llu", (unsigned long long)il.treeid))
-		goto out;
-	memcpy(&sh, sa.buf, sizeof(sh));
-	if (!CHECK(sa.key.nr_items == 1 && sh.objectid == il.treeid &&
-		   sh.type == BTRFS_ROOT_ITEM_KEY &&
-		   sh.len >= offsetof(struct btrfs_root_item, level) + 1,
-		   "no ROOT_ITEM of subvolume %llu in the root tree",
-		   (unsigned long long)il.treeid))
-		goto out;
 	memset(&ri, 0, sizeof(ri));
-	memcpy(&ri, sa.buf + sizeof(sh), sh.len < sizeof(ri) ? sh.len : sizeof(ri));
+	len = lab_btrfs_root_item(path, NULL, &ri, sizeof(ri));
+	if (!CHECK_OK(len, "the ROOT_ITEM of the subvolume of %s", path) ||
+	    !CHECK((size_t)len >= offsetof(struct btrfs_root_item, level) + 1,
+		   "the ROOT_ITEM of the subvolume of %s has %d bytes", path, len))
+		return -1;
 	share->root = le64toh(ri.bytenr);
 	share->root_gen = le64toh(ri.generation);
 	share->root_level = ri.level;
-	ok = 1;
-out:
-	close(fd);
-	return ok ? 0 : -1;
+	return 0;
 }
 
 /*

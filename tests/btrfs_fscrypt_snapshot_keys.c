@@ -57,46 +57,16 @@ static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* The subvolume id of the subvolume whose root is @path. */
-static uint64_t subvol_id(const char *path)
-{
-	struct btrfs_ioctl_ino_lookup_args a = { .objectid = BTRFS_FIRST_FREE_OBJECTID };
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0 || ioctl(fd, BTRFS_IOC_INO_LOOKUP, &a))
-		lab_die("BTRFS_IOC_INO_LOOKUP %s: %s", path, strerror(errno));
-	close(fd);
-	return a.treeid;
-}
-
 /*
- * The ROOT_ITEM of subvolume @id (BTRFS_IOC_TREE_SEARCH of the root tree)
- * into @buf (@size bytes); its length, or -1 (failure recorded).
+ * The ROOT_ITEM of the subvolume whose root is @path into @buf (@size
+ * bytes), its id into *@id; its length, or -1 (failure recorded).
  */
-static int root_item(uint64_t id, unsigned char *buf, size_t size)
+static int root_item(const char *path, uint64_t *id, unsigned char *buf,
+		     size_t size)
 {
-	struct btrfs_ioctl_search_args a;
-	struct btrfs_ioctl_search_header *h;
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), len = -1;
+	int len = lab_btrfs_root_item(path, id, buf, size);
 
-	memset(&a, 0, sizeof(a));
-	a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
-	a.key.min_objectid = a.key.max_objectid = id;
-	a.key.min_type = a.key.max_type = BTRFS_ROOT_ITEM_KEY;
-	a.key.max_offset = (uint64_t)-1;
-	a.key.max_transid = (uint64_t)-1;
-	a.key.nr_items = 1;
-	if (!CHECK_OK(fd, "open %s", mnt))
-		return -1;
-	if (CHECK_OK(ioctl(fd, BTRFS_IOC_TREE_SEARCH, &a),
-		     "BTRFS_IOC_TREE_SEARCH root item %llu", (unsigned long long)id) &&
-	    CHECK(a.key.nr_items == 1, "no ROOT_ITEM for subvolume %llu",
-		  (unsigned long long)id)) {
-		h = (struct btrfs_ioctl_search_header *)a.buf;
-		len = (int)(h->len < size ? h->len : size);
-		memcpy(buf, h + 1, (size_t)len);
-	}
-	close(fd);
+	CHECK_OK(len, "the ROOT_ITEM of %s", path);
 	return len;
 }
 
@@ -195,8 +165,8 @@ static void test_readonly_snapshots(void)
 	      "the ENCRYPT incompat bit is set before any policy");
 	for (i = 0; i < 2; i++) {
 		PATHF(root, "%s/%s", mnt, names[i]);
-		ids[i] = subvol_id(root);
-		len_before[i] = root_item(ids[i], before[i], sizeof(before[i]));
+		len_before[i] = root_item(root, &ids[i], before[i],
+					  sizeof(before[i]));
 	}
 
 	CHECK(lab_log_mark("lab-snapkeys-ro-%d", getpid()) == 0, "write to /dev/kmsg");
@@ -219,7 +189,8 @@ static void test_readonly_snapshots(void)
 	      "the superblock's incompat flags changed from 0x%llx to 0x%llx",
 	      (unsigned long long)inc_before, (unsigned long long)inc_after);
 	for (i = 0; i < 2; i++) {
-		len_after[i] = root_item(ids[i], after[i], sizeof(after[i]));
+		PATHF(root, "%s/%s", mnt, names[i]);
+		len_after[i] = root_item(root, NULL, after[i], sizeof(after[i]));
 		CHECK(len_before[i] > 0 && len_after[i] == len_before[i] &&
 		      !memcmp(before[i], after[i], (size_t)len_before[i]),
 		      "the ROOT_ITEM of the read-only snapshot %s (id %llu) changed (%d bytes, first difference at %zu)",

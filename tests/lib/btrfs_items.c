@@ -217,3 +217,43 @@ void lab_btrfs_subvol(const char *mnt, const char *name, int src_fd)
 			"snapshot", name, mnt, strerror(errno));
 	close(fd);
 }
+
+int lab_btrfs_root_item(const char *path, uint64_t *id, void *buf,
+			size_t size)
+{
+	struct btrfs_ioctl_ino_lookup_args il = {
+		.objectid = BTRFS_FIRST_FREE_OBJECTID,
+	};
+	struct btrfs_ioctl_search_args sa;
+	struct btrfs_ioctl_search_header sh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), len = -1, e;
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &il))
+		goto out;
+	sa.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+	sa.key.min_objectid = sa.key.max_objectid = il.treeid;
+	sa.key.min_type = sa.key.max_type = BTRFS_ROOT_ITEM_KEY;
+	sa.key.max_offset = (uint64_t)-1;
+	sa.key.max_transid = (uint64_t)-1;
+	sa.key.nr_items = 1;
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &sa))
+		goto out;
+	memcpy(&sh, sa.buf, sizeof(sh));
+	if (sa.key.nr_items != 1 || sh.objectid != il.treeid ||
+	    sh.type != BTRFS_ROOT_ITEM_KEY) {
+		errno = EUCLEAN;
+		goto out;
+	}
+	len = (int)(sh.len < size ? sh.len : size);
+	memcpy(buf, sa.buf + sizeof(sh), (size_t)len);
+	if (id)
+		*id = il.treeid;
+out:
+	e = errno;
+	close(fd);
+	errno = e;
+	return len;
+}

@@ -128,4 +128,14 @@ int lab_btrfs_inode_flags(const char *path, uint64_t ino, uint64_t *flags);
  */
 void lab_btrfs_subvol(const char *mnt, const char *name, int src_fd);
 
+/*
+ * The ROOT_ITEM of the subvolume holding @path (BTRFS_IOC_INO_LOOKUP, then
+ * BTRFS_IOC_TREE_SEARCH of the root tree): its bytes, as the root tree has
+ * them now (a flag set in memory reaches it with the transaction), into
+ * @buf (up to @size), the subvolume's id into *@id (may be NULL).  The
+ * item's length, or -1 with errno (EUCLEAN: no such item).
+ */
+int lab_btrfs_root_item(const char *path, uint64_t *id, void *buf,
+			size_t size);
+
 #endif /* BTRFS_ITEMS_H */

@@ -1713,28 +1713,15 @@ static int pc_snap_exists(uint32_t n)
  */
 static int pc_sv_marked(void)
 {
-	struct btrfs_ioctl_ino_lookup_args il = { .objectid = BTRFS_FIRST_FREE_OBJECTID };
-	struct btrfs_ioctl_search_args a;
-	struct btrfs_ioctl_search_header *h;
+	unsigned char ri[PC_ROOT_ITEM_FLAGS + sizeof(uint64_t)];
 	uint64_t flags;
 
-	if (syncfs(mnt_fd) || ioctl(sv_fd, BTRFS_IOC_INO_LOOKUP, &il))
-		pc_fatal("syncfs or BTRFS_IOC_INO_LOOKUP of %s: " LAB_ERR_FMT,
-			 sv_path, LAB_ERR_ARGS(errno));
-	memset(&a, 0, sizeof(a));
-	a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
-	a.key.min_objectid = a.key.max_objectid = il.treeid;
-	a.key.min_type = a.key.max_type = BTRFS_ROOT_ITEM_KEY;
-	a.key.max_offset = (uint64_t)-1;
-	a.key.max_transid = (uint64_t)-1;
-	a.key.nr_items = 1;
-	if (ioctl(mnt_fd, BTRFS_IOC_TREE_SEARCH, &a) || a.key.nr_items != 1)
-		pc_fatal("the ROOT_ITEM of %s (subvolume %llu): " LAB_ERR_FMT,
-			 sv_path, (unsigned long long)il.treeid, LAB_ERR_ARGS(errno));
-	h = (struct btrfs_ioctl_search_header *)a.buf;
-	if (h->len < PC_ROOT_ITEM_FLAGS + sizeof(flags))
-		pc_fatal("the ROOT_ITEM of %s has %u bytes", sv_path, h->len);
-	memcpy(&flags, (char *)(h + 1) + PC_ROOT_ITEM_FLAGS, sizeof(flags));
+	if (syncfs(mnt_fd))
+		pc_fatal("syncfs: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+	if (lab_btrfs_root_item(sv_path, NULL, ri, sizeof(ri)) != (int)sizeof(ri))
+		pc_fatal("the ROOT_ITEM of %s: " LAB_ERR_FMT, sv_path,
+			 LAB_ERR_ARGS(errno));
+	memcpy(&flags, ri + PC_ROOT_ITEM_FLAGS, sizeof(flags));
 	return !!(le64toh(flags) & PC_ROOT_FSCRYPT_INODE_KEYS);
 }
 
