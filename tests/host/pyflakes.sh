@@ -11,18 +11,10 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/host-test.sh
+. "$top/tests/lib/host-test.sh"
 
-if ! command -v pyflakes3 >/dev/null; then
-	echo "apt: installing pyflakes3"
-	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends pyflakes3 >/dev/null; }; then
-		echo "FAIL apt-get could not install pyflakes3 (run as root, with working apt sources)"
-		exit 1
-	fi
-fi
+command -v pyflakes3 >/dev/null || host_need pyflakes3
 echo "== pyflakes $(pyflakes3 --version 2>&1 | awk '{ print $1; exit }')"
 
 tmp=$(mktemp -d)

@@ -13,22 +13,10 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 py=/usr/bin/python3
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/host-test.sh
+. "$top/tests/lib/host-test.sh"
 
-missing=$(for p in chromium python3-numpy python3-scipy python3-matplotlib; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
-done | paste -sd' ' -)
-if [ -n "$missing" ]; then
-	echo "apt: installing $missing"
-	# shellcheck disable=SC2086 # one package name per word
-	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends $missing >/dev/null; }; then
-		echo "FAIL apt-get could not install: $missing (run as root, with working apt sources)"
-		exit 1
-	fi
-fi
+host_need chromium python3-numpy python3-scipy python3-matplotlib
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -25,23 +25,10 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 py=/usr/bin/python3
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/host-test.sh
+. "$top/tests/lib/host-test.sh"
 
-missing=$(for p in python3-numpy python3-scipy python3-matplotlib; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
-done)
-if [ -n "$missing" ]; then
-	missing=$(echo "$missing" | paste -sd' ' -)
-	echo "apt: installing $missing"
-	# shellcheck disable=SC2086
-	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends $missing >/dev/null; }; then
-		echo "FAIL apt-get could not install: $missing (run as root, with working apt sources)"
-		exit 1
-	fi
-fi
+host_need python3-numpy python3-scipy python3-matplotlib
 
 echo "== unit tests: reports/test_*.py"
 if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history reports.test_selfdescribing; then ok "unit tests"; else bad "unit tests"; fi

@@ -11,18 +11,10 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/host-test.sh
+. "$top/tests/lib/host-test.sh"
 
-if ! command -v shellcheck >/dev/null; then
-	echo "apt: installing shellcheck"
-	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends shellcheck >/dev/null; }; then
-		echo "FAIL apt-get could not install shellcheck (run as root, with working apt sources)"
-		exit 1
-	fi
-fi
+command -v shellcheck >/dev/null || host_need shellcheck
 echo "== $(shellcheck --version | sed -n 's/^version: /shellcheck /p')"
 
 tmp=$(mktemp -d)
