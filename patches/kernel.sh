@@ -82,7 +82,7 @@ kernel.sh: error: patch $n/$total does not apply: $PATCHES/$p
     cd $SRC && git checkout -B lab pristine
     git am -3 $PATCHES/*.patch      # resolve each conflict, git am --continue
     cd $top && make export-series       # rewrites patches/ from the tree
-  (README.md, "Moving the series to a newer linux-source", has the details.)
+  (patches/README.md, "Moving the series to another linux-source", has the details.)
 EOF
 			exit 1
 		fi

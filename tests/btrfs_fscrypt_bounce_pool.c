@@ -32,7 +32,7 @@
  * fscrypt_per_inode_keys.  What shows that the knob discriminates is the
  * series itself: with the old 0008 (every bounce page of a bio may wait on
  * the pool) both btrfs cases hang here, with the fix both finish in seconds
- * (README, "Review findings").  ext4 is no control: under this knob it
+ * (reports/results/2026-12-05-status.md, "Review findings").  ext4 is no control: under this knob it
  * hangs on both kernels, because with unwritten extents (dioread_nolock,
  * the default) it frees the bounce pages of submitted bios only when the
  * whole io_end completes, i.e. after the writeback call that is waiting for

@@ -1,8 +1,9 @@
 #!/bin/bash
 # In-guest test harness; becomes /job/run (see tests/run-tests.sh).
 #
-# Runs every test program in /job/tests/bin in name order, each on freshly
-# zeroed-out scratch disks, and writes one line per test to
+# Runs every test program in /job/tests/bin in name order (the scratch disks
+# are zero at boot, not between tests: each test makes its own filesystem),
+# and writes one line per test to
 # $RESULTS/tests.tsv: name, status (PASS/FAIL/SKIP), seconds.
 # Exit status convention of a test: 0 pass, 77 skip, anything else fail.
 # A "LAB-TEST-START <name>" marker on the console lets the host attribute a
