@@ -30,13 +30,11 @@ fi
 
 files=()
 while IFS= read -r f; do
-	[ -f "$f" ] || continue
 	case $f in
-	build/*) continue ;;
 	*.py) files+=("$f") ;;
 	*) head -n1 "$f" 2>/dev/null | grep -qE '^#!.*python' && files+=("$f") ;;
 	esac
-done < <(git ls-files --cached --others --exclude-standard 2>/dev/null | sort -u)
+done < <(host_repo_files)
 if [ "${#files[@]}" -lt 5 ]; then
 	bad "found only ${#files[@]} Python files (is this a git checkout?)"
 fi

@@ -30,13 +30,11 @@ fi
 
 scripts=()
 while IFS= read -r f; do
-	[ -f "$f" ] || continue
 	case $f in
-	build/*) continue ;;
 	*.sh | *.bash) scripts+=("$f") ;;
 	*) head -n1 "$f" 2>/dev/null | grep -qE '^#!(/usr)?/bin/(env )?(ba)?sh\b' && scripts+=("$f") ;;
 	esac
-done < <(git ls-files --cached --others --exclude-standard 2>/dev/null | sort -u)
+done < <(host_repo_files)
 if [ "${#scripts[@]}" -lt 10 ]; then
 	bad "found only ${#scripts[@]} scripts (is this a git checkout?)"
 fi

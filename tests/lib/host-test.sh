@@ -24,3 +24,16 @@ host_need() {
 		exit 1
 	fi
 }
+
+# host_repo_files: the clone's files that git tracks or would track (new,
+# not ignored), outside build/, that exist; one per line, sorted.  Run from
+# the top of the clone.
+host_repo_files() {
+	local f
+	git ls-files --cached --others --exclude-standard 2>/dev/null | sort -u |
+		while IFS= read -r f; do
+			[ -f "$f" ] || continue
+			case $f in build/*) continue ;; esac
+			echo "$f"
+		done
+}
