@@ -76,35 +76,48 @@ def plot_throughput(run, res, out_dir, colors):
     arms = list(run["arms"])
     phases = run["phases"]
     fig, axlist = _phase_grid(plt, len(phases), 4)
+
+    def stats(arm, phase):
+        ph = res["arms"][arm]["phases"][phase]
+        if not ph["reps"]:
+            return None
+        s = ph["bw_bytes"]
+        return (s["median"] / MIB, s["min"] / MIB, s["max"] / MIB,
+                [d["bw_bytes"] / MIB for d in ph["reps"].values()])
     for ax, phase in zip(axlist, phases):
-        for i, arm in enumerate(arms):
-            if arm not in run["measured"] or \
-                    not res["arms"][arm]["phases"][phase]["reps"]:
-                ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
-                        else "no data", rotation=90, ha="center",
-                        va="bottom", fontsize=9, color="gray",
-                        transform=ax.get_xaxis_transform())
-                continue
-            s = res["arms"][arm]["phases"][phase]["bw_bytes"]
-            med = s["median"] / MIB
-            ax.bar(i, med, color=colors[arm], alpha=0.75)
-            ax.errorbar(i, med, yerr=[[med - s["min"] / MIB],
-                                      [s["max"] / MIB - med]],
-                        color="black", capsize=4, lw=1)
-            vals = [d["bw_bytes"] / MIB for d in
-                    res["arms"][arm]["phases"][phase]["reps"].values()]
-            ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
-                    alpha=0.6)
-        ax.set_xticks(range(len(arms)))
-        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
-        ax.set_xlim(-0.6, len(arms) - 0.4)
-        ax.set_title(f"{phase} ({phase_direction(run, phase)})")
-        ax.set_ylabel("throughput, MiB/s")
-        ax.set_ylim(bottom=0)
-        ax.grid(axis="y", alpha=0.3)
+        _bar_panel(ax, run, phase, arms, colors,
+                   lambda arm, phase=phase: stats(arm, phase),
+                   "no data", "throughput, MiB/s")
     fig.suptitle("Throughput: bar = median, whiskers = min-max, "
                  "dots = reps", fontsize=10)
     return _save(fig, out_dir, "throughput.png")
+
+
+def _bar_panel(ax, run, phase, arms, colors, stats, missing, ylabel):
+    """One phase's panel: per arm, a bar at the median, min-max whiskers
+    and a dot per rep; stats(arm) gives (median, min, max, rep values) in
+    the panel's unit, or None (labelled @missing, or "skipped")."""
+    for i, arm in enumerate(arms):
+        st = stats(arm) if arm in run["measured"] else None
+        if st is None:
+            ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
+                    else missing, rotation=90, ha="center",
+                    va="bottom", fontsize=9, color="gray",
+                    transform=ax.get_xaxis_transform())
+            continue
+        med, lo, hi, vals = st
+        ax.bar(i, med, color=colors[arm], alpha=0.75)
+        ax.errorbar(i, med, yerr=[[med - lo], [hi - med]],
+                    color="black", capsize=4, lw=1)
+        ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
+                alpha=0.6)
+    ax.set_xticks(range(len(arms)))
+    ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(arms) - 0.4)
+    ax.set_title(f"{phase} ({phase_direction(run, phase)})")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
 
 
 def plot_cpu(run, res, out_dir, colors):
@@ -116,33 +129,19 @@ def plot_cpu(run, res, out_dir, colors):
     arms = list(run["arms"])
     phases = run["phases"]
     fig, axlist = _phase_grid(plt, len(phases), 4)
+
+    def stats(arm, phase):
+        ph = (res["arms"][arm].get("phases") or {}).get(phase)
+        if not ph or not ph["cpu_per_mib"]["n"]:
+            return None
+        s = ph["cpu_per_mib"]
+        return (s["median"] * 1e3, s["min"] * 1e3, s["max"] * 1e3,
+                [d["cpu_per_mib"] * 1e3 for d in ph["reps"].values()
+                 if d.get("cpu_per_mib") is not None])
     for ax, phase in zip(axlist, phases):
-        for i, arm in enumerate(arms):
-            ph = (res["arms"][arm].get("phases") or {}).get(phase)
-            if arm not in run["measured"] or not ph or \
-                    not ph["cpu_per_mib"]["n"]:
-                ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
-                        else "no CPU data", rotation=90, ha="center",
-                        va="bottom", fontsize=9, color="gray",
-                        transform=ax.get_xaxis_transform())
-                continue
-            s = ph["cpu_per_mib"]
-            med = s["median"] * 1e3
-            ax.bar(i, med, color=colors[arm], alpha=0.75)
-            ax.errorbar(i, med, yerr=[[med - s["min"] * 1e3],
-                                      [s["max"] * 1e3 - med]],
-                        color="black", capsize=4, lw=1)
-            vals = [d["cpu_per_mib"] * 1e3 for d in ph["reps"].values()
-                    if d.get("cpu_per_mib") is not None]
-            ax.plot([i] * len(vals), vals, "o", ms=3, color="black",
-                    alpha=0.6)
-        ax.set_xticks(range(len(arms)))
-        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
-        ax.set_xlim(-0.6, len(arms) - 0.4)
-        ax.set_title(f"{phase} ({phase_direction(run, phase)})")
-        ax.set_ylabel("CPU ms per MiB")
-        ax.set_ylim(bottom=0)
-        ax.grid(axis="y", alpha=0.3)
+        _bar_panel(ax, run, phase, arms, colors,
+                   lambda arm, phase=phase: stats(arm, phase),
+                   "no CPU data", "CPU ms per MiB")
     fig.suptitle("CPU cost per MiB (guest /proc/stat, all CPUs; lower is "
                  "cheaper): bar = median, whiskers = min-max, dots = reps",
                  fontsize=10)
