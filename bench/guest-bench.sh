@@ -16,8 +16,8 @@
 # --output-format=json+
 # Results go to $RESULTS/bench/: raw/<arm>/rep<N>/<phase>.json, arms.tsv,
 # extents.tsv, order.tsv, phases, fio-version, cpu.tsv (the CPU time of
-# every timed phase, from /proc/stat, over fio's I/O: see run_phases),
-# cpu-windows.tsv and user-hz, and profiles/<arm>/ from
+# every timed phase, from /proc/schedstat or /proc/stat, over fio's I/O:
+# see run_phases), cpu-source, cpu-windows.tsv and user-hz, and profiles/<arm>/ from
 # one extra, profiled repetition per arm (never mixed with the timed ones).
 #
 # With PROFILE=1 the profiled repetition also runs the workload's count
@@ -407,17 +407,40 @@ ready_fs() { # arm rep dev mnt phases...
 	fiemap_check "$arm" "$rep" "$mnt" "$@"
 }
 
-# The CPU time all CPUs spent so far, in USER_HZ ticks, into cpu_ticks:
-# user + nice + system + irq + softirq of /proc/stat's cpu line (kworkers
-# that decrypt count; idle, iowait and steal do not). No fork, so that the
-# reading costs next to nothing inside the window. cpu_ticks is empty when
-# the line is not there or not numbers: the phase then records nothing.
-# (PROC_STAT: another file, for the host's tests.)
+# Where the CPU time of a phase comes from (cpu_source, recorded in
+# cpu-source): "schedstat" when the kernel has /proc/schedstat with the
+# per-CPU line this driver knows (versions 15 to 17: the 7th number after
+# "cpuN" is rq_cpu_time, the nanoseconds every task but idle ran on that
+# CPU, kworkers included), else "stat": /proc/stat's ticks, which sample
+# one task per tick and so carry +-1 tick of noise per tick-length of run
+# time switching tasks. cpu.tsv is in nanoseconds or in USER_HZ ticks.
+cpu_source=stat
+if [ -z "${PROC_STAT:-}" ] && read -r _ v </proc/schedstat 2>/dev/null &&
+	case $v in 15 | 16 | 17) true ;; *) false ;; esac; then
+	cpu_source=schedstat
+fi
+echo "$cpu_source" >"$out/cpu-source"
+
+# The CPU time all CPUs spent so far into cpu_ticks, in cpu_source's unit.
+# No fork, so that the reading costs next to nothing inside the window.
+# cpu_ticks is empty when the file is not there or not as expected: the
+# phase then records nothing. (PROC_STAT, PROC_SCHEDSTAT: other files, for
+# the host's tests.)
 cpu_now() {
-	local label user nice system irq softirq v stat=${PROC_STAT:-/proc/stat}
+	if [ "$cpu_source" = schedstat ]; then
+		cpu_schedstat "${PROC_SCHEDSTAT:-/proc/schedstat}"
+	else
+		cpu_stat "${PROC_STAT:-/proc/stat}"
+	fi
+}
+
+# /proc/stat: user + nice + system + irq + softirq of the cpu line (idle,
+# iowait and steal do not count), in USER_HZ ticks.
+cpu_stat() { # file
+	local label user nice system irq softirq v
 	cpu_ticks=
-	[ -r "$stat" ] || return 0
-	read -r label user nice system _ _ irq softirq _ <"$stat" 2>/dev/null || return 0
+	[ -r "$1" ] || return 0
+	read -r label user nice system _ _ irq softirq _ <"$1" 2>/dev/null || return 0
 	[ "$label" = cpu ] || return 0
 	for v in "$user" "$nice" "$system" "$irq" "$softirq"; do
 		case $v in '' | *[!0-9]*) return 0 ;; esac
@@ -425,23 +448,47 @@ cpu_now() {
 	cpu_ticks=$((user + nice + system + irq + softirq))
 }
 
+# /proc/schedstat: rq_cpu_time summed over the cpuN lines, in ns. A task's
+# time is added when it leaves the CPU; the reader is the running task,
+# and the phase's fio thread sleeps while its prerun/postrun runs.
+cpu_schedstat() { # file
+	local label t sum=0 n=0
+	cpu_ticks=
+	[ -r "$1" ] || return 0
+	while read -r label _ _ _ _ _ _ t _; do
+		case $label in cpu[0-9]*) ;; *) continue ;; esac
+		case $t in '' | *[!0-9]*) return 0 ;; esac
+		sum=$((sum + t)) n=$((n + 1))
+	done <"$1"
+	[ "$n" -gt 0 ] && cpu_ticks=$sum
+	return 0
+}
+
 # The CPU window of a timed phase is fio's I/O: fio runs cpu_mark as the
 # job's exec_prerun (after its start-up: exec, job parsing, file setup,
 # right before the first I/O) and as its exec_postrun (after the last I/O
-# and end_fsync, before its exit), each writing the /proc/stat cpu line to
+# and end_fsync, before its exit), each copying the counters' file to
 # JOB.prerun.txt / JOB.postrun.txt in fio's working directory. fio's
 # start-up and exit are the same work for every arm, and under TCG or
 # icount they took about as long as a random-read phase's I/O (0.5-0.8 s
 # of 1 s): around the whole fio process they diluted every ratio toward 1.
 # A job file of several jobs (no single prerun and postrun) falls back to
 # the window around the fio process; cpu-windows.tsv says which window
-# each phase got (arm, rep, phase, io|process, ticks around the process).
-cpu_mark='read l </proc/stat && echo "$l"'
+# each phase got (arm, rep, phase, io|process, CPU time around the process).
+if [ "$cpu_source" = schedstat ]; then
+	cpu_mark='cat /proc/schedstat'
+else
+	cpu_mark='read l </proc/stat && echo "$l"'
+fi
 cpu_win_dir=/tmp/fio-cpu-window
 
-# ticks of a saved cpu line into cpu_ticks (cpu_now's rule), empty if bad
+# the CPU time of a saved counters' file into cpu_ticks, empty if bad
 cpu_of_file() { # file
-	PROC_STAT=$1 cpu_now
+	if [ "$cpu_source" = schedstat ]; then
+		cpu_schedstat "$1"
+	else
+		cpu_stat "$1"
+	fi
 }
 
 run_phases() { # arm rep mnt dir

@@ -42,6 +42,13 @@ SCRATCH_IN_RAM=${SCRATCH_IN_RAM:-1}
 SCRATCH_DIR=${SCRATCH_DIR:-/dev/shm}
 SCRATCH_SAVE_MIB=${SCRATCH_SAVE_MIB:-512}
 KERNEL=${KERNEL:-$top/build/bzImage-perf}
+# ACCEL=auto (the default) is KVM where it works, else icount: under
+# plain TCG the guest's clock is the host's, so a guest task's CPU time
+# grows when the host deschedules the vCPU thread, and host load enters
+# the cost metric; under icount the guest clock counts instructions while
+# the vCPU runs (vm-images/run-vm.sh), so the CPU time of a phase repeats
+# on a busy machine. ACCEL=tcg still runs plain TCG (2 vCPUs).
+export ACCEL_NO_KVM=${ACCEL_NO_KVM:-icount}
 # Test of the regression check only: slow every per-extent lookup down by
 # this many microseconds (fscrypto.extent_lookup_delay_us, patch 0020).
 INJECT_LOOKUP_DELAY_US=${INJECT_LOOKUP_DELAY_US:-0}

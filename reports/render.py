@@ -10,7 +10,8 @@ from reports.doc import Doc
 from reports.fmt import (
     fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op, fmt_mib, fmt_ns, fmt_p,
     fmt_pct, fmt_ratio, isnum, rep_span)
-from reports.runmodel import arm_order, phase_direction
+from reports.runmodel import (CPU_SOURCES, arm_order, cpu_clock,
+                              phase_direction)
 from reports.profiles import PROFILE_KINDS, profiled_extents
 from reports.analysis import key_mode_of
 
@@ -125,9 +126,7 @@ def section_run(doc, run):
         ("lab commit", (k.get("lab_commit") or "") + (
             " (with local changes)" if k.get("lab_dirty") else "")
          if k.get("lab_commit") else None),
-        ("CPU time", "per timed phase, /proc/stat ticks of 1/"
-         f"{(meta.get('cpu') or {}).get('user_hz')} s "
-         f"({(meta.get('cpu') or {}).get('user_hz_source')}); window: "
+        ("CPU time", f"per timed phase, {cpu_source_text(meta)}; window: "
          f"{(meta.get('cpu') or {}).get('window') or 'process'}"
          if run["has_cpu"] else "not recorded"),
         ("accel", info.get("accel")),
@@ -305,6 +304,16 @@ def _ratio_cells(r):
     return fmt_ratio(r["ratio"]), fmt_ci_of(r)
 
 
+def cpu_source_text(meta):
+    """Where the CPU times came from, for the Run table."""
+    source, per_s = cpu_clock(meta)
+    text = CPU_SOURCES.get(source, f"unknown source {source!r}")
+    if source == "stat":
+        text += (f" of 1/{per_s} s ("
+                 f"{(meta.get('cpu') or {}).get('user_hz_source')})")
+    return text
+
+
 def cpu_window_text(run):
     """Where the CPU window of the run's phases began and ended
     (meta cpu.window, recorded by runmodel.collect)."""
@@ -336,18 +345,25 @@ def section_cpu(doc, run, res, plots):
                  "/proc/stat).")
               + " The verdicts fall back to throughput and p99 latency.")
         return
-    hz = (run["meta"].get("cpu") or {}).get("user_hz")
-    doc.p("CPU time of each timed phase: the guest read the `cpu` line of "
-          "`/proc/stat` at both ends of a window and "
-          "counted user + nice + system + irq + softirq of all CPUs (so "
-          "the kworkers that decrypt are in it; idle, iowait and steal are "
-          f"not), in ticks of 1/{hz} s. The window: "
-          f"{cpu_window_text(run)}. Cost per MiB = CPU time / (fio "
-          "`io_bytes` / 2^20), in CPU ms per MiB; per I/O = CPU time / fio "
-          "`total_ios`, in CPU µs. Ratio = the arm over its reference "
-          "(geometric mean of per-rep ratios, 95% bootstrap CI over the "
-          "pairs); lower is cheaper. A phase of few ticks is coarse: the "
-          "ticks column says how many.")
+    source, hz = cpu_clock(run["meta"])
+    precise = source == "schedstat"
+    doc.p("CPU time of each timed phase, all CPUs (so the kworkers that "
+          "decrypt are in it; idle is not): "
+          + ("the guest summed `rq_cpu_time` of the `cpuN` lines of "
+             "`/proc/schedstat` (nanoseconds every task but idle ran, from "
+             "the scheduler clock; under icount that clock counts guest "
+             "instructions) at both ends of a window"
+             if precise else
+             "the guest read the `cpu` line of `/proc/stat` at both ends "
+             "of a window and counted user + nice + system + irq + softirq "
+             f"(iowait and steal not), in ticks of 1/{hz} s sampled at the "
+             "timer tick (coarse: a phase of few ticks carries +-1 tick per "
+             "task switch; the ticks column says how many)")
+          + f". The window: {cpu_window_text(run)}. Cost per MiB = CPU "
+          "time / (fio `io_bytes` / 2^20), in CPU ms per MiB; per I/O = CPU "
+          "time / fio `total_ios`, in CPU µs. Ratio = the arm over its "
+          "reference (geometric mean of per-rep ratios, 95% bootstrap CI "
+          "over the pairs); lower is cheaper.")
     if plots.get("cpu"):
         doc.img(plots["cpu"], "CPU cost per MiB per arm and phase")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
@@ -369,17 +385,20 @@ def section_cpu(doc, run, res, plots):
                 rr, ci = f"n/a ({c['reason'] if c else 'no ref'})", ""
             else:
                 rr, ci = _ratio_cells(c["cpu"])
-            ticks = (f"{t['median'] * hz:.0f}" if isnum(t["median"]) and hz
-                     else "n/a")
+            ticks = ((f"{t['median'] * 1000:.1f}" if precise else
+                      f"{t['median'] * hz:.0f}")
+                     if isnum(t["median"]) and hz else "n/a")
             rows.append((arm, ref or "-", m["n"],
                          fmt_cpu_ms_per_mib(m["median"]),
                          fmt_pct(100 * m["cov"], sign=False)
                          if isnum(m["cov"]) else "n/a",
                          fmt_cpu_us_per_op(op["median"]), ticks, rr, ci))
         doc.table(["arm", "vs", "n", "CPU ms per MiB (median)", "CoV",
-                   "CPU µs per I/O (median)", "ticks (median)",
+                   "CPU µs per I/O (median)",
+                   "CPU ms (median)" if precise else "ticks (median)",
                    "ratio per MiB vs ref", "95% CI"], rows,
-                  [f"raw data: `cpu.tsv` (arm, rep, phase, ticks) and "
+                  [f"raw data: `cpu.tsv` (arm, rep, phase, "
+                   f"{'ns' if precise else 'ticks'}) and "
                    f"`raw/<arm>/rep<N>/{phase}.json` (io_bytes, total_ios)"])
 
 

@@ -81,11 +81,16 @@ METRICS = {
     "cpu_s": {
         "name": "CPU time", "unit": "s", "better": "lower",
         "per_rep": True,
-        "definition": "guest CPU time of the phase's I/O: the change of "
+        "definition": "guest CPU time of the phase's I/O, all CPUs (so "
+                      "kworkers that decrypt count; idle does not): meta "
+                      "cpu.source says from where: schedstat (the change "
+                      "of rq_cpu_time summed over the cpuN lines of "
+                      "/proc/schedstat, ns of every task but idle, read "
+                      "from the scheduler clock) or stat (the change of "
                       "user+nice+system+irq+softirq of the /proc/stat cpu "
-                      "line (all CPUs, so kworkers that decrypt count; "
-                      "idle, iowait and steal do not), in USER_HZ ticks / "
-                      "USER_HZ, from fio's exec_prerun (after its start-up, "
+                      "line, USER_HZ ticks sampled at the timer tick; runs "
+                      "without cpu.source); cpu.units_per_s converts. The "
+                      "window: from fio's exec_prerun (after its start-up, "
                       "before the first I/O) to its exec_postrun (after the "
                       "last I/O and end_fsync); meta cpu.window says which "
                       "window the run had: io (that one), process (around "
@@ -421,24 +426,47 @@ def rep_dirs(arm_dir):
     return dict(sorted(out.items()))
 
 
+# Where a run's CPU times come from (meta cpu.source): what one unit of
+# cpu.tsv is, and how the report names it.
+CPU_SOURCES = {
+    "schedstat": "/proc/schedstat rq_cpu_time summed over CPUs, ns",
+    "stat": "/proc/stat user+nice+system+irq+softirq, USER_HZ ticks",
+}
+
+
+def cpu_clock(meta):
+    """(source, units per second) of a run's cpu.tsv, or (source, None)
+    when unusable. Runs before cpu.source counted /proc/stat ticks of
+    cpu.user_hz."""
+    info = meta.get("cpu") or {}
+    source = info.get("source", "stat")
+    per_s = info.get("units_per_s", info.get("user_hz"))
+    if source not in CPU_SOURCES or not isinstance(per_s, (int, float)) \
+            or per_s <= 0:
+        return source, None
+    return source, per_s
+
+
 def read_cpu(run_dir, meta, warnings):
     """{(arm, rep, phase): CPU seconds} from RUN_DIR/cpu.tsv (arm, rep,
-    phase, ticks of /proc/stat: what the guest recorded around each timed
-    phase) and meta "cpu" (user_hz); {} when the run has none."""
+    phase, CPU time the guest recorded over each timed phase, in the unit
+    of meta cpu.source: ns of /proc/schedstat or ticks of /proc/stat);
+    {} when the run has none."""
     info = meta.get("cpu")
     path = os.path.join(run_dir, "cpu.tsv")
     if not isinstance(info, dict) or not os.path.exists(path):
         return {}
-    hz = info.get("user_hz")
-    if not isinstance(hz, (int, float)) or hz <= 0:
-        warnings.append(f"cpu.tsv: no usable user_hz in meta.json ({hz!r})")
+    source, per_s = cpu_clock(meta)
+    if per_s is None:
+        warnings.append(f"cpu.tsv: no usable unit in meta.json (source "
+                        f"{source!r}, {info!r})")
         return {}
     out = {}
     for row in _read_tsv(path):
         if len(row) != 4 or not row[1].isdigit() or not row[3].isdigit():
             warnings.append(f"cpu.tsv: bad line {row!r}, ignored")
             continue
-        out[(row[0], int(row[1]), row[2])] = int(row[3]) / hz
+        out[(row[0], int(row[1]), row[2])] = int(row[3]) / per_s
     return out
 
 
@@ -706,7 +734,7 @@ def arm_facts(rows):
 
 
 # The guest's record of the window each timed phase's CPU time covers:
-# arm, rep, phase, io|process, ticks around the whole fio process.
+# arm, rep, phase, io|process, CPU time around the whole fio process.
 CPU_WINDOWS = "cpu-windows.tsv"
 
 
@@ -808,14 +836,19 @@ def collect(vm, job, run):
     saves = [{"arm": a, "what": w, "kib": int(k), "seconds": int(t)}
              for a, w, k, t in _read_tsv(os.path.join(bench, "saves.tsv"))]
     phases = _guest_text(bench, "phases").split()
-    # CPU time per timed phase (cpu.tsv: arm, rep, phase, /proc/stat ticks);
+    # CPU time per timed phase (cpu.tsv: arm, rep, phase, ns or ticks);
     # a guest that could not read /proc/stat wrote none
     cpu_tsv = os.path.join(bench, "cpu.tsv")
     cpu = None
     if os.path.exists(cpu_tsv) and os.path.getsize(cpu_tsv) > 0:
         hz = _read_text(os.path.join(bench, "user-hz"))
+        source = _read_text(os.path.join(bench, "cpu-source")) or "stat"
         # USER_HZ, the unit of /proc/stat, is 100 on x86 whatever HZ is
         cpu = {"file": "cpu.tsv",
+               "source": source,
+               "units_per_s": (10 ** 9 if source == "schedstat" else
+                               int(hz) if hz.isdigit() and int(hz) > 0
+                               else 100),
                "user_hz": int(hz) if hz.isdigit() and int(hz) > 0 else 100,
                "user_hz_source": ("getconf CLK_TCK in the guest"
                                   if hz.isdigit() and int(hz) > 0 else

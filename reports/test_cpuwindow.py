@@ -142,6 +142,50 @@ class HistoryKeepsWindowsApart(unittest.TestCase):
             self.assertIn("window around the whole fio process", page)
 
 
+class CpuSource(unittest.TestCase):
+    """A guest with /proc/schedstat records nanoseconds (cpu-source
+    "schedstat"); a run without cpu-source counted /proc/stat ticks."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        self.vm, self.job = fake_guest(self.root)
+        self.bench = os.path.join(self.vm, "results", "bench")
+        self.run_dir = os.path.join(self.root, "run")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_schedstat_nanoseconds(self):
+        write(os.path.join(self.bench, "cpu-source"), "schedstat\n")
+        with open(os.path.join(self.bench, "cpu.tsv"),
+                  encoding="utf-8") as f:
+            first = f.readline().split("\t")
+        meta = M.collect(self.vm, self.job, self.run_dir)
+        self.assertEqual(meta["cpu"]["source"], "schedstat")
+        self.assertEqual(M.cpu_clock(meta), ("schedstat", 10 ** 9))
+        cpu = M.read_cpu(self.run_dir, meta, [])
+        key = (first[0], int(first[1]), first[2])
+        self.assertAlmostEqual(cpu[key], int(first[3]) / 1e9)
+        run = M.load_run(self.run_dir)
+        self.assertIn("/proc/schedstat", render.cpu_source_text(run["meta"]))
+
+    def test_old_run_is_stat_ticks(self):
+        meta = M.collect(self.vm, self.job, self.run_dir)
+        meta["cpu"].pop("source")
+        meta["cpu"].pop("units_per_s")
+        self.assertEqual(M.cpu_clock(meta), ("stat", meta["cpu"]["user_hz"]))
+
+    def test_unknown_source_is_unusable(self):
+        meta = {"cpu": {"source": "rdtsc", "units_per_s": 1}}
+        self.assertEqual(M.cpu_clock(meta), ("rdtsc", None))
+        warnings = []
+        os.makedirs(self.run_dir)
+        write(os.path.join(self.run_dir, "cpu.tsv"), "a\t1\tp\t5\n")
+        self.assertEqual(M.read_cpu(self.run_dir, meta, warnings), {})
+        self.assertIn("no usable unit", warnings[0])
+
+
 class GuestCpuLine(unittest.TestCase):
     """The guest reads fio's prerun/postrun files with cpu_now's rule."""
 
@@ -149,9 +193,10 @@ class GuestCpuLine(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
             f.write(line)
             f.flush()
-            script = ("eval \"$(sed -n '/^cpu_now() {/,/^}/p' "
-                      "bench/guest-bench.sh)\"; PROC_STAT=$1 cpu_now; "
-                      "echo \"[$cpu_ticks]\"")
+            script = ("eval \"$(sed -n "
+                      "'/^cpu_\\(now\\|stat\\|schedstat\\)() {/,/^}/p' "
+                      "bench/guest-bench.sh)\"; cpu_source=stat; "
+                      "PROC_STAT=$1 cpu_now; echo \"[$cpu_ticks]\"")
             r = subprocess.run(["bash", "-c", script, "-", f.name], cwd=TOP,
                                capture_output=True, text=True, check=True)
         return r.stdout.strip()

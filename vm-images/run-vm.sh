@@ -99,7 +99,9 @@ kvm_works() {
 }
 
 case "$accel" in
-auto) if kvm_works; then accel=kvm; else accel=tcg; fi ;;
+# Without KVM, auto is plain TCG, or ACCEL_NO_KVM (the bench asks for
+# icount: guest CPU time that host load does not move).
+auto) if kvm_works; then accel=kvm; else accel=${ACCEL_NO_KVM:-tcg}; fi ;;
 kvm|tcg|icount) ;;
 *) die "unknown ACCEL/--accel '$accel' (use auto, kvm, tcg or icount)" ;;
 esac

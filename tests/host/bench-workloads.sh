@@ -227,12 +227,13 @@ rm -rf "$ftfs"
 echo "== CPU time of a phase (cpu_now of guest-bench.sh)"
 # user+nice+system+irq+softirq of /proc/stat's cpu line; nothing (never a
 # failure) when the line is missing, short or not numbers
-cpu_ticks_of() { # content of a made-up /proc/stat ("-": no such file)
+cpu_ticks_of() { # content of a made-up /proc/stat ("-": no such file) [source]
 	(
-		eval "$(sed -n '/^cpu_now() {/,/^}/p' "$top/bench/guest-bench.sh")"
+		eval "$(sed -n '/^cpu_\(now\|stat\|schedstat\)() {/,/^}/p' "$top/bench/guest-bench.sh")"
 		f=$(mktemp)
 		if [ "$1" = - ]; then rm -f "$f"; else printf '%b' "$1" >"$f"; fi
-		PROC_STAT=$f cpu_now
+		cpu_source=${2:-stat}
+		PROC_STAT=$f PROC_SCHEDSTAT=$f cpu_now
 		rc=$?
 		rm -f "$f"
 		# shellcheck disable=SC2154 # cpu_ticks: set by cpu_now, eval'ed above
@@ -244,6 +245,13 @@ same "cpu_now: short cpu line" "$(cpu_ticks_of 'cpu  10 2 30\n')" "rc=0 ticks="
 same "cpu_now: no cpu line" "$(cpu_ticks_of 'intr 1 2 3\n')" "rc=0 ticks="
 same "cpu_now: not numbers" "$(cpu_ticks_of 'cpu  10 x 30 999 50 4 5\n')" "rc=0 ticks="
 same "cpu_now: no /proc/stat" "$(cpu_ticks_of -)" "rc=0 ticks="
+# /proc/schedstat: rq_cpu_time (7th number after cpuN) summed, ns; domain
+# lines and the header skipped
+ss='version 15\ntimestamp 4295\ncpu0 0 0 10 2 8 3 1000000007 55 9\ndomain0 3 1 2 3\ncpu1 0 0 10 2 8 3 2000000000 66 9\n'
+same "cpu_now: schedstat known answer" "$(cpu_ticks_of "$ss" schedstat)" "rc=0 ticks=3000000007"
+same "cpu_now: schedstat short cpu line" "$(cpu_ticks_of 'cpu0 0 0 10 2\n' schedstat)" "rc=0 ticks="
+same "cpu_now: schedstat no cpu line" "$(cpu_ticks_of 'version 15\n' schedstat)" "rc=0 ticks="
+same "cpu_now: no /proc/schedstat" "$(cpu_ticks_of - schedstat)" "rc=0 ticks="
 
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
