@@ -232,6 +232,7 @@ cpu_ticks_of() { # content of a made-up /proc/stat ("-": no such file) [source]
 		eval "$(sed -n '/^cpu_\(now\|stat\|schedstat\)() {/,/^}/p' "$top/bench/guest-bench.sh")"
 		f=$(mktemp)
 		if [ "$1" = - ]; then rm -f "$f"; else printf '%b' "$1" >"$f"; fi
+		# shellcheck disable=SC2034 # cpu_source: read by cpu_now, eval'ed above
 		cpu_source=${2:-stat}
 		PROC_STAT=$f PROC_SCHEDSTAT=$f cpu_now
 		rc=$?
