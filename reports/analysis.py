@@ -5,14 +5,13 @@ returns one JSON-able dict (results.json); statistics are in
 reports.labstats.
 """
 
-import math
 import os
 
 from reports import labstats as L
 from reports.fmt import fmt_ci, isnum
 from reports.runmodel import (
-    GROUP_PHASE, SCALING_PHASE, RunError, arm_absent_reason, arm_order,
-    bins_of, bw_by_rep, phase_direction, read_json_file, values_by_rep)
+    arm_absent_reason, arm_order, bins_of, bw_by_rep, phase_direction,
+    run_module, values_by_rep)
 from reports.profiles import (
     derivation_count, key_work, load_profiles, memory_analysis,
     profiled_extents, slab_selection)
@@ -290,158 +289,6 @@ def extent_check(run):
     return {"min_extents": want, "arms": out}
 
 
-def _scaling_point(extents, bw, **extra):
-    bw = [float(x) for x in (bw if isinstance(bw, list) else [bw])]
-    cost = [4096.0 / x * 1e6 for x in bw if x > 0]
-    return {"extents": extents, "bw_bytes": bw, "summary": L.summary(bw),
-            "cost_us_per_4k": L.summary(cost), **extra}
-
-
-def load_scaling(run):
-    """Throughput against extent count, per read kind and arm.
-
-    From the run's own phases named KIND-eN (the scaling workload: N is the
-    promised extent count; the x value is the median FIEMAP count of that
-    file over the timed reps), else from RUN_DIR/scaling.json
-    ({arm: [{"extents", "bw_bytes": [...]}]}, one read kind "read").
-    Returns {"source", "reads": {kind: {arm: [point, ...]}}} or None; a
-    point has extents, nominal, phase, bw_bytes (per rep), summary and
-    cost_us_per_4k (4096 / bw_bytes in microseconds, the time one 4 KiB
-    block of the read costs).
-    """
-    phases = [(p, SCALING_PHASE.fullmatch(p)) for p in run["phases"]
-              if run["analysis"] == "scaling"]
-    phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
-              if m]
-    if phases:
-        counts = {}
-        for c in run["meta"].get("extent_checks") or []:
-            if isinstance(c, dict) and c.get("rep") not in ("profiled",
-                                                             "prepare"):
-                counts.setdefault((c.get("arm"), c.get("label")),
-                                  []).append(c.get("extents"))
-        reads = {}
-        for phase, kind, n in phases:
-            for arm in run["measured"]:
-                reps = run["data"][arm][phase]
-                if not reps:
-                    continue
-                got = [x for x in counts.get((arm, f"e{n}"), [])
-                       if isnum(x)]
-                x = L.summary(got)["median"] if got else n
-                reads.setdefault(kind, {}).setdefault(arm, []).append(
-                    _scaling_point(x, [d["bw_bytes"] for _, d in
-                                       sorted(reps.items())],
-                                   nominal=n, phase=phase,
-                                   files=[d["file"] for _, d in
-                                          sorted(reps.items())]))
-        for kind in reads:
-            for arm in reads[kind]:
-                reads[kind][arm].sort(key=lambda p: p["nominal"])
-        return {"source": "phases", "reads": reads} if reads else None
-    path = os.path.join(run["dir"], "scaling.json")
-    if not os.path.exists(path):
-        return None
-    try:
-        raw = read_json_file(path)
-    except RunError as e:
-        run["warnings"].append(str(e))
-        return None
-    out = {}
-    for arm in arm_order(run, raw if isinstance(raw, dict) else {}):
-        pts = raw[arm]
-        if not isinstance(pts, list):
-            continue
-        clean = [_scaling_point(p["extents"], p["bw_bytes"],
-                                nominal=p["extents"])
-                 for p in pts if isinstance(p, dict) and "extents" in p
-                 and p.get("bw_bytes")]
-        if clean:
-            out[arm] = sorted(clean, key=lambda p: p["extents"])
-    return {"source": "scaling.json", "reads": {"read": out}} if out else None
-
-
-def load_groupsweep(run, comps, counts):
-    """Cost against the size of key groups (the groupsweep workload).
-
-    Phases KIND-gN read a file written with at most N extents per key
-    group (fscrypt_extents_per_key=N; 0: no bound). For every comparison
-    (A / reference B) whose arms were both measured on such phases, one
-    point per N: the throughput ratio with its CI (from comps:
-    labstats.ratio), the CPU cost per MiB ratio (None without CPU data),
-    both arms' medians, the extents of A's file (FIEMAP median over the
-    timed reps, label gN; FIEMAP merges physically adjacent extents, so the
-    extents read, the lookups of the counted read, are used where known),
-    the key groups that implies (ceil(extents / N), 1 without a bound), and
-    what the count passes saw (counts: {arm: {phase: {counter: n}}}): keys
-    derived, HKDF derivations, key-slot programs and lookups of A's read of
-    the file, and the keys derived and key-group starts of its writing
-    (phase write-gN). x is N, or the file's extents for no bound (one group
-    holds the whole file). Returns {"sweeps": [{a, b, label, kind,
-    points}]} or None.
-    """
-    if run["analysis"] != "groupsweep":
-        return None
-    phases = [(p, GROUP_PHASE.fullmatch(p)) for p in run["phases"]]
-    phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
-              if m]
-    if not phases:
-        return None
-    extents = {}
-    for c in run["meta"].get("extent_checks") or []:
-        if isinstance(c, dict) and c.get("rep") not in ("profiled",
-                                                         "prepare"):
-            extents.setdefault((c.get("arm"), c.get("label")),
-                               []).append(c.get("extents"))
-    by = {(c["a"], c["b"], c["phase"]): c for c in comps}
-    sweeps = []
-    for a, b, label in run["comparisons"]:
-        if a not in run["measured"] or b not in run["measured"]:
-            continue
-        kinds = {}
-        for phase, kind, n in phases:
-            c = by.get((a, b, phase))
-            if not c or c["status"] != "measured":
-                continue
-            got = [x for x in extents.get((a, f"g{n}"), []) if isnum(x)]
-            ext = L.summary(got)["median"] if got else None
-            read = (counts.get(a) or {}).get(phase) or {}
-            write = (counts.get(a) or {}).get(f"write-g{n}") or {}
-            # the extents the read walked (one lookup each), else FIEMAP's
-            walked = read.get("lookups") or ext
-            sa = L.summary(bw_by_rep(run, a, phase).values())
-            sb = L.summary(bw_by_rep(run, b, phase).values())
-            kinds.setdefault(kind, []).append({
-                "phase": phase, "n": n, "bounded": n > 0,
-                "x": n if n > 0 else walked,
-                "extents": ext,
-                "extents_read": read.get("lookups"),
-                "groups_expected": (math.ceil(walked / n) if n and walked
-                                    else 1 if walked else None),
-                "bw_a_median": sa["median"], "bw_b_median": sb["median"],
-                "n_a": c["n_a"], "n_b": c["n_b"],
-                "ratio": c["bw"]["ratio"], "ci_lo": c["bw"]["ci_lo"],
-                "ci_hi": c["bw"]["ci_hi"],
-                "ci_supported": c["bw"]["ci_supported"],
-                "not_conclusive": c["bw"]["not_conclusive"],
-                "per_rep_ratio": c["per_rep_ratio"],
-                # CPU cost per MiB of A over B (None without CPU data)
-                "cpu": ({k: c["cpu"][k] for k in (
-                    "ratio", "ci_lo", "ci_hi", "ci_supported",
-                    "not_conclusive")} if c.get("cpu") else None),
-                "read_counts": read or None,
-                "write_counts": write or None,
-            })
-        for kind, pts in sorted(kinds.items()):
-            if not any(p["extents"] is not None for p in pts):
-                continue  # A has no file per point: not a sweep of A
-            # no bound last: it is the largest group
-            pts.sort(key=lambda p: (not p["bounded"], p["n"]))
-            sweeps.append({"a": a, "b": b, "label": label, "kind": kind,
-                           "points": pts})
-    return {"sweeps": sweeps} if sweeps else None
-
-
 def analyze(run, threshold):
     """Everything the report says, as one JSON-able dict."""
     res = {
@@ -507,7 +354,9 @@ def analyze(run, threshold):
     res["memory"] = memory_analysis(run, prof)
     slabs = {a: e["slab"] for a, e in (prof or {}).items() if "slab" in e}
     res["slab_caches"] = slab_selection(slabs) if slabs else []
-    res["scaling"] = load_scaling(run)
-    res["groupsweep"] = load_groupsweep(run, res["comparisons"], counts)
+    # the workload's own analysis (its reports/wl_<kind>.py), if any
+    mod = run_module(run)
+    res["workload_kind"] = mod.KIND if mod else None
+    res["workload"] = mod.analyze(run, res) if mod else None
     res["warnings"] = run["warnings"]
     return res

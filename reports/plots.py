@@ -10,7 +10,7 @@ import textwrap
 
 from reports import flame as F
 from reports.fmt import MIB, fmt_count, fmt_ns
-from reports.runmodel import arm_order, phase_direction
+from reports.runmodel import arm_order, phase_direction, run_module
 from reports.profiles import MEMORY_CACHES, hist_total
 from reports.analysis import PERCENTILES, pct_name
 
@@ -440,137 +440,6 @@ def plot_slab(slabs, caches, out_dir, colors):
     return _save(fig, out_dir, "slab.png")
 
 
-def plot_scaling(run, scaling, out_dir, colors):
-    """Cost against extent count: per read kind, the time per 4 KiB block
-    (median over reps, whiskers min-max) and the same relative to each
-    arm's fewest-extents point, log x; skipped arms in the legend."""
-    if not scaling:
-        return None
-    plt = _plt()
-    reads = scaling["reads"]
-    fig, axes = plt.subplots(len(reads), 2, figsize=(11, 3.8 * len(reads)),
-                             squeeze=False)
-    for row, (kind, arms) in zip(axes, sorted(reads.items())):
-        for arm, pts in arms.items():
-            xs = [p["extents"] for p in pts]
-            c = [p["cost_us_per_4k"] for p in pts]
-            med = [x["median"] for x in c]
-            row[0].errorbar(xs, med, yerr=[[m - x["min"] for m, x in
-                                            zip(med, c)],
-                                           [x["max"] - m for m, x in
-                                            zip(med, c)]],
-                            fmt="o-", capsize=3, color=colors.get(arm),
-                            label=arm)
-            row[1].plot(xs, [m / med[0] for m in med], "o-",
-                        color=colors.get(arm), label=arm)
-        row[0].set_ylabel("µs per 4 KiB block read\n(median, min-max)")
-        row[1].set_ylabel("relative to the arm's\nfewest-extents point")
-        row[1].axhline(1.0, color="gray", lw=1)
-        ticks = sorted({p.get("nominal", p["extents"]) for pts in
-                        arms.values() for p in pts})
-        for ax in row:
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(ticks)
-            ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
-            ax.minorticks_off()
-            ax.set_xlabel("extents in the file (FIEMAP; ticks: promised "
-                          "counts; log)")
-            ax.set_title(kind, fontsize=10)
-            ax.grid(alpha=0.3, which="both")
-        add_skipped_legend(row[0], run)
-        row[1].legend(fontsize=7)
-    fig.suptitle("Cost against extent count (lower is cheaper)",
-                 fontsize=10)
-    return _save(fig, out_dir, "scaling.png")
-
-
-def plot_groupsweep(run, sweep, out_dir, colors):
-    """Cost against extents per key group (groupsweep): per sweep (arm A
-    against its reference B, one read kind), (1) the throughput ratio A/B
-    with its 95% CI against extents per group, (2) the key derivations and
-    key-slot programs of A's counted read of each file, with the key groups
-    the bound implies and the group starts of its writing; log x (and log
-    y for the counts). No bound is drawn at the file's extent count (the
-    extents its read walked)."""
-    if not sweep:
-        return None
-    plt = _plt()
-    rows = sweep["sweeps"]
-    fig, axes = plt.subplots(len(rows), 2, figsize=(12, 4.2 * len(rows)),
-                             squeeze=False)
-    for (ax, axc), sw in zip(axes, rows):
-        pts = [p for p in sw["points"] if p["x"]]
-        xs = [p["x"] for p in pts]
-        ticks = [(p["x"], f"{p['n']}" if p["bounded"] else
-                  f"no bound\n({p['x']:g})") for p in pts]
-        for p in pts:
-            lo, hi = p["ci_lo"], p["ci_hi"]
-            ok = p["ci_supported"] and not math.isnan(lo)
-            ax.errorbar(p["x"], p["ratio"],
-                        yerr=[[p["ratio"] - lo], [hi - p["ratio"]]]
-                        if ok else None, fmt="o" if ok else "x", capsize=4,
-                        color=colors.get(sw["a"]))
-            ax.annotate(f"{p['ratio']:.3f}", (p["x"], p["ratio"]),
-                        textcoords="offset points", xytext=(5, 5),
-                        fontsize=7)
-        ax.plot(xs, [p["ratio"] for p in pts], "-", lw=1,
-                color=colors.get(sw["a"]),
-                label=f"{sw['a']} / {sw['b']} ({sw['kind']})")
-        ax.axhline(1.0, color="gray", lw=1)
-        if run["goals"].get("bw_min") is not None:
-            ax.axhline(run["goals"]["bw_min"], color="#d62728", ls="--",
-                       lw=1, label=f"goal ≥ {run['goals']['bw_min']}")
-        ax.set_ylabel(f"{sw['kind']} throughput ratio\n{sw['a']} / "
-                      f"{sw['b']} (x: no CI, too few reps)")
-        ax.set_title(f"{sw['kind']} throughput against extents per key",
-                     fontsize=10)
-        ax.legend(fontsize=7)
-        series = (("read_counts", "key_setups_derived", "o-",
-                   "keys derived in the read"),
-                  ("read_counts", "slot_programs", "s-",
-                   "key-slot programs in the read"),
-                  ("write_counts", "key_setups_derived", "^:",
-                   "keys derived writing the file"))
-        drawn = False
-        for where, counter, fmt, what in series:
-            have = [(p["x"], (p[where] or {}).get(counter)) for p in pts]
-            have = [(x, max(y, 0.8)) for x, y in have if y is not None]
-            if have:
-                drawn = True
-                axc.plot([x for x, _ in have], [y for _, y in have], fmt,
-                         label=what, ms=5)
-        exp = [(p["x"], p["groups_expected"]) for p in pts
-               if p["groups_expected"]]
-        if exp:
-            axc.plot([x for x, _ in exp], [y for _, y in exp], "--",
-                     color="gray", lw=1, label="extents / N (groups if "
-                     "every group is full)")
-        if drawn:
-            axc.set_yscale("log")
-            axc.legend(fontsize=7)
-        else:
-            axc.text(0.5, 0.5, "no counts: the profiled repetition did not "
-                     "run (PROFILE=0)\nor this kernel lacks the events",
-                     ha="center", va="center", fontsize=9,
-                     transform=axc.transAxes)
-        axc.set_ylabel(f"events ({sw['a']}, count passes, tracefs)")
-        axc.set_title(f"key work against extents per key ({sw['a']})",
-                      fontsize=10)
-        for a_ in (ax, axc):
-            a_.set_xscale("log", base=2)
-            a_.set_xticks([t for t, _ in ticks])
-            a_.set_xticklabels([lab for _, lab in ticks], fontsize=8)
-            a_.minorticks_off()
-            a_.set_xlabel("at most N extents per key group "
-                          "(fscrypt_extents_per_key=N; log)")
-            a_.grid(alpha=0.3, which="both")
-        add_skipped_legend(ax, run)
-    fig.suptitle("Cost against the size of key groups (one key per extent "
-                 "at N = 1, one key for the whole file with no bound)",
-                 fontsize=10)
-    return _save(fig, out_dir, "groupsweep.png")
-
-
 def plot_order(run, out_dir, colors):
     """Throughput against run order, to show drift over the run."""
     order = run["meta"].get("order")
@@ -736,9 +605,10 @@ def make_plots(run, res, out_dir):
     plots["slab"] = plot_slab({a: e["slab"] for a, e in prof.items()
                                if "slab" in e}, res["slab_caches"],
                               out_dir, colors)
-    plots["scaling"] = plot_scaling(run, res["scaling"], out_dir, colors)
-    plots["groupsweep"] = plot_groupsweep(run, res["groupsweep"], out_dir,
-                                          colors)
+    # the workload's own plots (its reports/wl_<kind>.py), by their names
+    mod = run_module(run)
+    if mod is not None:
+        plots.update(mod.plot(run, res, out_dir, colors) or {})
     plots["memory"] = plot_memory(run, res["memory"], out_dir, colors)
     for arm, folded in run.get("folded", {}).items():
         prof.setdefault(arm, {})["folded"] = folded

@@ -11,7 +11,7 @@ from reports.fmt import (
     fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op, fmt_mib, fmt_ns, fmt_p,
     fmt_pct, fmt_ratio, isnum, rep_span)
 from reports.runmodel import (CPU_SOURCES, arm_order, cpu_clock,
-                              phase_direction)
+                              phase_direction, run_module)
 from reports.profiles import PROFILE_KINDS, profiled_extents
 from reports.analysis import key_mode_of
 
@@ -666,101 +666,6 @@ def section_key_work(doc, run, res):
               ["raw data: `profiles/<arm>/counts.tsv`"])
 
 
-def section_groupsweep(doc, run, res, plots):
-    sw = res.get("groupsweep")
-    if not sw:
-        return
-    doc.h(2, "Cost against the size of key groups")
-    doc.p("Each point N is a file written with at most N extents per key "
-          "group (`fscrypt_extents_per_key=N` set by remounting just before "
-          "writing it; N = 1 gives every extent a key of its own, the "
-          "upstream design; no bound (0) gives the whole file one key), "
-          "with the layout of the fragmented workload's file, then read "
-          "from a cold cache in every rep (CPU per MiB ratio: guest CPU "
-          "time per MiB read, as in \"CPU cost\"). The reference arm "
-          "writes and "
-          "reads the same files in the same order (its keys do not depend "
-          "on N), so both filesystems hold the same files. Ratio = "
-          "geometric mean of the per-rep throughput ratios of the arm over "
-          "its reference, 95% bootstrap CI over the pairs (none with too "
-          f"few reps: {L.reps_needed_text()}). Counts, "
-          "of the arm: its counted read of each file (extent keys derived, "
-          "key-slot programs: an AES key schedule each; the key pool has "
-          "`fscrypto.extent_key_slots` slots, 32 by default, so a read "
-          "whose consecutive blocks belong to more keys than that programs "
-          "a slot for most blocks) and the writing of the file (keys "
-          "derived, key groups started; one key per extent, N = 1, starts "
-          "no group: its extents get version 1 contexts); key groups "
-          "expected = ceil(extents read / N).")
-    if plots.get("groupsweep"):
-        doc.img(plots["groupsweep"], "cost against extents per key group")
-    for s in sw["sweeps"]:
-        doc.h(3, f"{s['kind']}: {s['a']} / {s['b']}")
-        rows = []
-        for p in s["points"]:
-            rc, wc = p["read_counts"] or {}, p["write_counts"] or {}
-            rows.append((
-                str(p["n"]) if p["bounded"] else "0 (no bound)",
-                "-" if p["extents"] is None else f"{p['extents']:g}",
-                "-" if p["groups_expected"] is None
-                else f"{p['groups_expected']:g}",
-                wc.get("key_setups_derived", "not counted"),
-                wc.get("group_starts", "not counted"),
-                fmt_mib(p["bw_a_median"]), fmt_mib(p["bw_b_median"]),
-                fmt_ratio(p["ratio"]),
-                fmt_ci_of({"ci_lo": p["ci_lo"], "ci_hi": p["ci_hi"],
-                           "ci_supported": p["ci_supported"],
-                           "not_conclusive": p["not_conclusive"]}),
-                rc.get("key_setups_derived", "not counted"),
-                rc.get("slot_programs", "not counted"),
-                rc.get("lookups", "not counted"),
-                *_ratio_cells(p.get("cpu"))))
-        doc.table(["N (extents per key at most)", "extents (FIEMAP)",
-                   "key groups expected", "keys derived (write)",
-                   "key groups started (write)",
-                   f"{s['a']} median MiB/s", f"{s['b']} median MiB/s",
-                   "throughput ratio", "95% CI", "keys derived (read)",
-                   "key-slot programs (read)", "lookups (read)",
-                   "CPU per MiB ratio", "95% CI"], rows,
-                  [f"raw data: `raw/<arm>/rep<N>/{s['kind']}-g<N>.json`, "
-                   "`profiles/<arm>/counts.tsv`"])
-    for arm, why in run["not_measured"].items():
-        doc.p(f"{arm}: skipped: {why}")
-
-
-def section_scaling(doc, run, res, plots):
-    doc.h(2, "Scaling with extent count")
-    sc = res.get("scaling")
-    if not sc:
-        doc.p("Scaling: not measured (this run has no KIND-eN phases of the "
-              "scaling workload and no scaling.json).")
-        return
-    doc.p("The same read over files of growing extent counts. Cost = time "
-          "per 4 KiB block read = 4096 / throughput; x = the file's extent "
-          "count from FIEMAP (median over reps).")
-    if plots.get("scaling"):
-        doc.img(plots["scaling"], "cost against extent count")
-    rows = []
-    for kind, arms in sorted(sc["reads"].items()):
-        for arm, pts in arms.items():
-            base = pts[0]["cost_us_per_4k"]["median"]
-            for p in pts:
-                c = p["cost_us_per_4k"]
-                rows.append((kind, arm, p.get("nominal", ""),
-                             f"{p['extents']:g}", p["summary"]["n"],
-                             fmt_mib(p["summary"]["median"]),
-                             f"{c['median']:.1f}",
-                             f"{c['min']:.1f}-{c['max']:.1f}",
-                             f"{c['median'] / base:.3f}"))
-    for arm, why in run["not_measured"].items():
-        rows.append(("all", arm, "", "", 0, f"skipped: {why}", "", "", ""))
-    src = ("`raw/<arm>/rep<N>/<kind>-e<N>.json`" if sc["source"] == "phases"
-           else "`scaling.json`")
-    doc.table(["read", "arm", "promised extents", "extents (FIEMAP)", "n",
-               "median MiB/s", "µs per 4 KiB (median)", "min-max",
-               "relative to fewest"], rows, [f"raw data: {src}"])
-
-
 def section_tail(doc, run, res, threshold, plots):
     if plots.get("order"):
         doc.h(2, "Run order")
@@ -916,7 +821,8 @@ def build_doc(run, res, threshold, plots):
     section_profiles(doc, run, res, plots)
     section_memory(doc, run, res, plots)
     section_flames(doc, run, res)
-    section_scaling(doc, run, res, plots)
-    section_groupsweep(doc, run, res, plots)
+    mod = run_module(run)
+    if mod is not None:
+        mod.render(doc, run, res, plots)
     section_tail(doc, run, res, threshold, plots)
     return doc

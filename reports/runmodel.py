@@ -28,6 +28,7 @@ of format 2; no CPU data) and lists each fallback in run["spec_notes"].
 The formats are described in reports/README.md.
 """
 
+import importlib
 import json
 import os
 import re
@@ -60,12 +61,55 @@ DEFAULT_GOALS = {"decide": "cpu_per_mib", "cpu_per_mib_max": 1.03,
                  "bw_min": 0.97, "p99_max": 1.05}
 
 # What the report does with a workload's phases (ANALYSIS= in its
-# workload.conf): "phases" (tables and verdicts per phase), "scaling"
-# (phases KIND-eN: cost against the extent count N), "groupsweep" (phases
-# KIND-gN: cost against extents per key group, N = 0 no bound).
-ANALYSIS_KINDS = ("phases", "scaling", "groupsweep")
-SCALING_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-e(?P<n>\d+)")
-GROUP_PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
+# workload.conf): "phases" (tables and verdicts per phase; no module), or
+# a kind of its own, whose analysis, plots and report section live in the
+# plug-in module reports/wl_<kind>.py (bench/README.md, "Adding a
+# workload"). A module defines:
+#   KIND                         the kind, as in ANALYSIS
+#   owns_phases(phases)          bool: is a run of format 2, which did not
+#                                record its kind, of this kind?
+#   judged_phases(run)           the phases judged against the goals
+#                                (None: all); run has at least "phases"
+#   analyze(run, res)            its results, JSON-able: res["workload"]
+#   plot(run, res, out_dir, colors)  {plot name: path}
+#   render(doc, run, res, plots) its report section(s)
+# and optionally legacy_applies(run): bool, for runs of another kind that
+# carry its data (scaling.json of the old lab).
+PLAIN_ANALYSIS = "phases"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def analysis_kinds():
+    """"phases" and the kinds of the plug-in modules reports/wl_*.py."""
+    mods = sorted(n[3:-3] for n in os.listdir(_HERE)
+                  if n.startswith("wl_") and n.endswith(".py"))
+    return (PLAIN_ANALYSIS, *mods)
+
+
+def workload_module(kind):
+    """The plug-in module of an analysis kind, None for "phases"; a kind
+    without a module is a RunError."""
+    if kind == PLAIN_ANALYSIS:
+        return None
+    if kind not in analysis_kinds():
+        raise RunError(f"analysis kind {kind!r} has no module "
+                       f"reports/wl_{kind}.py (kinds: "
+                       f"{', '.join(analysis_kinds())})")
+    return importlib.import_module(f"reports.wl_{kind}")
+
+
+def run_module(run):
+    """The module that analyses RUN: its kind's, else one whose
+    legacy_applies(run) says the run carries its data; None for neither."""
+    mod = workload_module(run["analysis"])
+    if mod is not None:
+        return mod
+    for kind in analysis_kinds()[1:]:
+        m = workload_module(kind)
+        if getattr(m, "legacy_applies", None) and m.legacy_applies(run):
+            return m
+    return None
+
 
 # The per-rep metrics of a phase, as the report, the check and the
 # history name them; written into every run (meta.json spec.metrics).
@@ -240,14 +284,14 @@ def comparisons_of(arm_specs):
 
 def judged_phases(analysis, phases):
     """(judged, not_judged) phases of the main comparison's verdicts: every
-    phase, but for a groupsweep only the file written without a bound on
-    the extents of a key group (KIND-g0, what the main arm writes); the
-    bounded points are not judged."""
-    if analysis != "groupsweep":
+    phase, or those the kind's module names."""
+    mod = workload_module(analysis)
+    judged = mod.judged_phases({"phases": list(phases),
+                                "analysis": analysis}) if mod else None
+    if judged is None:
         return list(phases), []
-    bounded = [p for p in phases if GROUP_PHASE.fullmatch(p)
-               and int(GROUP_PHASE.fullmatch(p).group("n")) > 0]
-    return [p for p in phases if p not in bounded], bounded
+    return ([p for p in phases if p in judged],
+            [p for p in phases if p not in judged])
 
 
 def _float_conf(conf, key, default):
@@ -266,10 +310,11 @@ def build_spec(arm_specs, workload, conf, phases, arms_source):
     their display order and comparisons, the workload (name, description,
     analysis kind, goals and judged phases, from its workload.conf: conf),
     the metric definitions and the ratio's definition."""
-    analysis = conf.get("ANALYSIS") or "phases"
-    if analysis not in ANALYSIS_KINDS:
+    analysis = conf.get("ANALYSIS") or PLAIN_ANALYSIS
+    if analysis not in analysis_kinds():
         raise RunError(f"workload {workload}: ANALYSIS={analysis!r}, not "
-                       f"one of {', '.join(ANALYSIS_KINDS)}")
+                       f"one of {', '.join(analysis_kinds())} (a kind "
+                       f"of its own needs reports/wl_{analysis}.py)")
     comps = comparisons_of(arm_specs)
     judged, not_judged = judged_phases(analysis, phases)
     goals = {
@@ -369,7 +414,8 @@ def spec_of_format2(run_dir, meta):
     Fallbacks, each listed in notes: the arm definitions are the run
     directory's job/bench/arms/*.conf (bench/run-bench.sh keeps the job
     that ran there) or, without them, FORMAT2_ARMS; the analysis kind is
-    inferred from the phase names (KIND-eN: scaling, KIND-gN: groupsweep);
+    inferred from the phase names (the first module whose owns_phases says
+    so, else "phases");
     the goals are those of format 2, throughput >= 0.97 and p99 <= 1.05 of
     the main comparison on the judged read phases (no CPU data: format 2
     did not measure it); the metrics are METRICS without the CPU ones.
@@ -388,9 +434,9 @@ def spec_of_format2(run_dir, meta):
                      "references and descriptions are the lab's arm table "
                      "of format 2 (reports/runmodel.py FORMAT2_ARMS)")
     phases = meta.get("phases") or []
-    analysis = ("scaling" if any(SCALING_PHASE.fullmatch(p) for p in phases)
-                else "groupsweep" if any(GROUP_PHASE.fullmatch(p)
-                                         for p in phases) else "phases")
+    analysis = next((k for k in analysis_kinds()[1:]
+                     if workload_module(k).owns_phases(phases)),
+                    PLAIN_ANALYSIS)
     notes.append(f"format 2: analysis kind '{analysis}' inferred from the "
                  "phase names")
     spec = build_spec(arms, meta.get("workload", "?"),

@@ -170,7 +170,9 @@ expect_rc 0 generate-scaling $py -m reports.generate "$tmp/scal" "$out"
 if [ -s "$out/scaling.png" ]; then ok "scaling: cost plot"; else bad "scaling: no scaling.png"; fi
 if $py - "$out/results.json" <<'EOF'; then ok "scaling: cost per 4 KiB and FIEMAP extents (known answer)"; else bad "scaling: results.json"; fi
 import json, sys
-s = json.load(open(sys.argv[1]))["scaling"]
+r = json.load(open(sys.argv[1]))
+assert r["workload_kind"] == "scaling", r["workload_kind"]
+s = r["workload"]
 assert s["source"] == "phases", s["source"]
 pts = s["reads"]["seqread"]["btrfs-inode"]  # relative speed 1.0
 assert [p["nominal"] for p in pts] == [1024, 4096]
@@ -186,7 +188,8 @@ if [ -s "$out/groupsweep.png" ]; then ok "groupsweep: plot"; else bad "groupswee
 if $py - "$out/results.json" <<'EOF'; then ok "groupsweep: ratio, groups and counts per point (known answer)"; else bad "groupsweep: results.json"; fi
 import json, sys
 r = json.load(open(sys.argv[1]))
-sw = r["groupsweep"]["sweeps"]
+assert r["workload_kind"] == "groupsweep", r["workload_kind"]
+sw = r["workload"]["sweeps"]
 assert [(s["a"], s["b"], s["kind"]) for s in sw] == [("btrfs-extent", "btrfs-inode", "seqread")], sw
 pts = sw[0]["points"]
 assert [p["n"] for p in pts] == [1, 16, 0], pts          # no bound last
