@@ -114,8 +114,12 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 nr_arms=$(echo $ARMS | wc -w)
 # Scratch disks: one of ARM_DISK_GIB per arm and, with PREP=once, the save
 # disk of SAVE_DISK_GIB after them (sparse images of the prepared
-# filesystems: only their non-zero blocks use space).
-ARM_DISK_GIB=2 SAVE_DISK_GIB=12
+# filesystems: only their non-zero blocks use space). A workload may ask for
+# bigger arm disks (DISK_GIB in its workload.conf, default 2); the save disk
+# then holds one arm disk per arm.
+# shellcheck source=/dev/null
+ARM_DISK_GIB=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null && echo "${DISK_GIB:-2}")
+SAVE_DISK_GIB=$(( nr_arms * ARM_DISK_GIB > 12 ? nr_arms * ARM_DISK_GIB : 12 ))
 sizes=()
 for _ in $ARMS; do sizes+=("$ARM_DISK_GIB"); done
 [ "$PREP" = once ] && sizes+=("$SAVE_DISK_GIB")

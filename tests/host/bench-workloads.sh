@@ -63,19 +63,16 @@ for d in "$top"/bench/workloads/*/; do
 done
 
 echo "== scaling"
-same "scaling: default points" "$(in_workload scaling scale_points | paste -sd' ' -)" "1024 2048 4096 8192"
-same "scaling: SCALE_BUDGET=32768" "$(SCALE_BUDGET=32768 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048 4096 8192 16384"
-same "scaling: SCALE_BUDGET=3072" "$(SCALE_BUDGET=3072 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048"
+same "scaling: default points" "$(in_workload scaling scale_points | paste -sd' ' -)" "1024 4096 16384 65536 262144 1048576"
+same "scaling: SCALE_BUDGET=21504" "$(SCALE_BUDGET=21504 in_workload scaling scale_points | paste -sd' ' -)" "1024 4096 16384"
+same "scaling: SCALE_STEP=2 SCALE_BUDGET=3072" "$(SCALE_STEP=2 SCALE_BUDGET=3072 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048"
 same "scaling: budget below one point gives no phases" "$(SCALE_BUDGET=1000 in_workload scaling wl_phases 2>/dev/null)" ""
-same "scaling: phases" "$(SCALE_BUDGET=3072 in_workload scaling wl_phases | xargs)" \
-	"seqread-e1024 seqread-e2048 randread-e1024 randread-e2048"
-same "scaling: profile phase is the largest file's sequential read" "$(in_workload scaling wl_profile_phase)" "seqread-e8192"
-same "scaling: profiled prep checks only that file" "$(in_workload scaling wl_checks /m seqread-e8192)" "e8192 /m/bench/frag-e8192 8192 - 0"
+same "scaling: phases" "$(SCALE_BUDGET=5120 in_workload scaling wl_phases | xargs)" \
+	"seqread-e1024 seqread-e4096 randread-e1024 randread-e4096"
+same "scaling: profile phase is the largest file's sequential read" "$(in_workload scaling wl_profile_phase)" "seqread-e1048576"
+same "scaling: profiled prep checks only that file" "$(in_workload scaling wl_checks /m seqread-e1048576)" "e1048576 /m/bench/frag-e1048576 1048576 - 0"
 same "scaling: target" "$(in_workload scaling wl_target /m randread-e4096)" "/m/bench/frag-e4096"
-# one file size at every point (8192 x 17/16 blocks), chunks of 8192/N blocks
-same "scaling: layout of the fewest-extents point" "$(in_workload scaling point_layout 1024)" "34816k 32k"
-same "scaling: layout of the largest point" "$(in_workload scaling point_layout 8192)" "34816k 4k"
-same "scaling: layout with SCALE_BUDGET=3072" "$(SCALE_BUDGET=3072 in_workload scaling point_layout 1024)" "8704k 8k"
+same "scaling: every point reads SCALE_MIN blocks" "$(in_workload scaling sh -c 'echo $READ_SIZE')" "4096k"
 
 echo "== shared"
 same "shared: targets" "$(for p in seqread-orig randread-reflink seqread-snapshot; do in_workload shared wl_target /m $p; done | xargs)" \

@@ -1,13 +1,14 @@
 # shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by guest-bench.sh
 # Hooks of the scaling workload (sourced by bench/guest-bench.sh, see there).
 
-# The extent counts: SCALE_MIN doubled while the running sum fits the budget.
+# The extent counts: SCALE_MIN multiplied by SCALE_STEP while the running
+# sum fits the budget (defaults: 1024, 4096, ..., 1048576).
 scale_points() {
 	local n=$SCALE_MIN sum=0
 	while [ $((sum + n)) -le "$SCALE_BUDGET" ]; do
 		echo "$n"
 		sum=$((sum + n))
-		n=$((n * 2))
+		n=$((n * SCALE_STEP))
 	done
 }
 
@@ -29,23 +30,19 @@ phase_points() { # phases...
 	for p in "$@"; do echo "${p##*-e}"; done | sort -n -u
 }
 
-# "FILE_SIZE BS" of the file of point N: every file has the size of the
-# largest point's (NMAX x 17/16 blocks of 4 KiB) and is written in chunks of
-# NMAX/N blocks, so only the extent count changes from point to point, not
-# the amount read.
-point_layout() { # n
-	local nmax
-	nmax=$(scale_points | tail -n 1)
-	echo "$((nmax * 17 / 4))k $((nmax / $1 * 4))k"
-}
-
+# The file of point N is N blocks of 4 KiB, each its own extent, made in two
+# passes (prep.fio): every even block, then (after end_fsync wrote them) every
+# odd block. Neither pass leaves two writes adjacent in one delalloc range,
+# and a block's neighbours were written in the other pass, to other disk
+# blocks, so FIEMAP does not merge them either: N extents from 2 sequential
+# passes, no per-write fsync (1048576 extents in minutes, not hours).
 wl_prep() { # mnt phases...
-	local mnt=$1 n size bs
+	local mnt=$1 n
 	shift
 	for n in $(phase_points "$@"); do
-		size=$(point_layout "$n")    # (no process substitution: no /dev/fd in the guest)
-		bs=${size#* } size=${size% *}
-		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n FILE_SIZE=$size BS=$bs \
+		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n OFFSET=0 SIZE=$((n * 4))k \
+			fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
+		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n OFFSET=4k SIZE=$((n * 4 - 4))k \
 			fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
 	done
 }
@@ -57,3 +54,13 @@ wl_checks() { # mnt phases...
 }
 
 wl_target() { echo "$1/bench/frag-e${2##*-e}"; }
+
+# After each timed phase: the memory of the caches that hold per-file and
+# per-extent state (fscrypt_info, fscrypt_extent_info, fscrypt_extent_key,
+# btrfs_extent_map, btrfs_inode, btrfs_extent_buffer), the /proc/slabinfo
+# lines as they are, into DIR/PHASE.slabinfo (reports/wl_scaling.py reads
+# them: active objects x object size).
+wl_after_phase() { # arm rep phase mnt dir
+	grep -E '^(# name|fscrypt_|btrfs_extent_map |btrfs_inode |btrfs_extent_buffer |ext4_inode_cache |ext4_extent_status )' \
+		/proc/slabinfo >"$5/$3.slabinfo" 2>/dev/null || true
+}
