@@ -1,165 +1,289 @@
-"""Report plug-in of the containers workload (bench/workloads/containers):
-what each generation of the container image cost to make (a snapshot, or
-on per-inode keys, whose snapshots the kernel refuses, a full copy) and
-the space each generation took, beside the cold reads the generic report
-tables and judges. Reads raw/<arm>/containers-prep.tsv (prep number,
-generation, key, value), which the workload's wl_prep writes.
+"""The containers workload's analysis (reports plug-in, see
+reports/runmodel.py workload_module): container image generations over
+snapshots (bench/workloads/containers).
+
+The guest's preparation writes, per arm, raw/<arm>/generations.tsv: one
+line per generation (gen, method: base, snapshot or copy, seconds of guest
+time, overwritten_bytes, data_used_bytes: btrfs's data in use after it,
+du_total, du_exclusive, du_set_shared: `btrfs filesystem du -s` of its
+tree, note: why a snapshot was refused) and raw/<arm>/subvol-probe.txt
+(whether a subvolume can be made inside the encrypted bench directory).
+The timed phases are treeread-genG: the whole tree of generation G read
+cold; the FIEMAP checks record the largest file of every generation
+(labels genG-L<n>: extents and how many are shared).
 """
 
 import os
+import re
 
 from reports import labstats as L
-from reports.fmt import MIB, fmt_mib, isnum
-from reports.runmodel import bw_by_rep
+from reports.fmt import MIB, fmt_mib, fmt_ratio, isnum
+from reports.plots import _plt, _save, add_skipped_legend
+from reports.runmodel import arm_order
 
 KIND = "containers"
-PREP_FILE = "containers-prep.tsv"
-INT_KEYS = ("make_ms", "overwrite_ms", "overwrite_writes", "overwrite_bytes",
-            "tree_bytes", "du_total", "du_exclusive", "du_set_shared",
-            "df_used_kib")
+PHASE = re.compile(r"treeread-gen(?P<g>\d+)")
+GEN_FIELDS = ("gen", "method", "seconds", "overwritten_bytes",
+              "data_used_bytes", "du_total", "du_exclusive",
+              "du_set_shared", "note")
+LABEL = re.compile(r"gen(?P<g>\d+)-L\d+")
 
 
 def owns_phases(phases):
-    """Old runs without an analysis kind are never containers runs."""
+    """Runs record their analysis kind; none is guessed from phase names."""
     return False
 
 
 def judged_phases(run):
-    """Every phase is judged (the reads of snapshots against copies)."""
+    """Every phase (both tree reads) is judged against the goals."""
     return None
 
 
-def read_prep(path):
-    """{prep: {gen: {key: value}}} of one arm's containers-prep.tsv;
-    numbers as int, other values as str; bad lines are skipped."""
-    out = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
+def _num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return int(v) if v.is_integer() and "." not in str(s) else v
+
+
+def read_generations(path):
+    """The rows of one generations.tsv as dicts (numbers parsed; "-" and
+    empty fields are None), or None when the file is missing; a line that
+    is not a generation (header, wrong field count) is skipped."""
+    if not os.path.exists(path):
+        return None
+    rows = []
+    with open(path, encoding="utf-8") as f:
         for line in f:
-            row = line.rstrip("\n").split("\t")
-            if len(row) != 4 or not row[0].isdigit() or not row[1].isdigit():
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < len(GEN_FIELDS) - 1 or not parts[0].isdigit():
                 continue
-            prep, gen, key, value = int(row[0]), int(row[1]), row[2], row[3]
-            if key in INT_KEYS:
-                try:
-                    value = int(value)
-                except ValueError:
-                    continue
-            out.setdefault(prep, {}).setdefault(gen, {})[key] = value
+            parts += [""] * (len(GEN_FIELDS) - len(parts))
+            row = dict(zip(GEN_FIELDS, parts))
+            for k in GEN_FIELDS:
+                if k not in ("method", "note"):
+                    row[k] = None if row[k] in ("", "-") else _num(row[k])
+            rows.append(row)
+    return sorted(rows, key=lambda r: r["gen"])
+
+
+def _space(rows):
+    """Space and time of the generations after the base: data in use per
+    generation, growth per generation (MiB of data written per generation
+    past the base) against the bytes it overwrote, and the seconds."""
+    base = rows[0] if rows and rows[0]["method"] == "base" else None
+    later = [r for r in rows if r["method"] != "base"]
+    out = {"methods": sorted({r["method"] for r in later}),
+           "base_used": base["data_used_bytes"] if base else None,
+           "final_used": rows[-1]["data_used_bytes"] if rows else None,
+           "base_seconds": base["seconds"] if base else None,
+           "gen_seconds": [r["seconds"] for r in later],
+           "gen_seconds_total": sum(r["seconds"] for r in later
+                                    if isnum(r["seconds"])),
+           "overwritten_total": sum(r["overwritten_bytes"] or 0
+                                    for r in later)}
+    prev, growth = out["base_used"], []
+    for r in later:
+        u = r["data_used_bytes"]
+        growth.append(u - prev if isnum(u) and isnum(prev) else None)
+        prev = u
+    out["growth"] = growth
+    g = [x for x in growth if isnum(x)]
+    out["growth_mean"] = sum(g) / len(g) if g else None
+    ow = out["overwritten_total"]
+    # data the generations added per byte they overwrote: 1 = only the
+    # new data (sharing), about 1 + tree/overwritten = full copies
+    out["added_per_overwritten"] = (sum(g) / ow if g and ow else None)
+    return out
+
+
+def _sharing(run):
+    """{arm: {gen: {"extents", "shared"}}} of the FIEMAP checks of the
+    largest file per generation (median over the non-prepare checks)."""
+    acc = {}
+    for c in run["meta"].get("extent_checks") or []:
+        if not isinstance(c, dict):
+            continue
+        m = LABEL.fullmatch(str(c.get("label", "")))
+        if not m or c.get("rep") == "prepare":
+            continue
+        d = acc.setdefault(c.get("arm"), {}).setdefault(int(m.group("g")),
+                                                        {"extents": [],
+                                                         "shared": []})
+        for k in ("extents", "shared"):
+            if isnum(c.get(k)):
+                d[k].append(c[k])
+    return {arm: {g: {k: (L.summary(v)["median"] if v else None)
+                      for k, v in d.items()}
+                  for g, d in sorted(gens.items())}
+            for arm, gens in acc.items()}
+
+
+def _reads(run):
+    """Per arm: per treeread phase the throughput and CPU per MiB
+    (summaries over reps), and the newest/oldest throughput ratio (paired
+    by rep: how the generations' overwrites slow a tree read)."""
+    phases = sorted((int(m.group("g")), p) for p in run["phases"]
+                    for m in [PHASE.fullmatch(p)] if m)
+    out = {}
+    for arm in run["measured"]:
+        per = {}
+        for g, p in phases:
+            reps = run["data"].get(arm, {}).get(p) or {}
+            bw = {r: d["bw_bytes"] for r, d in reps.items()
+                  if isnum(d.get("bw_bytes"))}
+            cpu = [d["cpu_per_mib"] for d in reps.values()
+                   if isnum(d.get("cpu_per_mib"))]
+            per[p] = {"gen": g, "bw_by_rep": bw,
+                      "bw": L.summary(list(bw.values())) if bw else None,
+                      "cpu_per_mib": L.summary(cpu) if cpu else None,
+                      "io_bytes": next((d.get("io_bytes") for d in
+                                        reps.values()), None)}
+        entry = {"phases": per}
+        if len(phases) >= 2:
+            old, new = per[phases[0][1]], per[phases[-1][1]]
+            common = sorted(set(old["bw_by_rep"]) & set(new["bw_by_rep"]))
+            rs = [new["bw_by_rep"][r] / old["bw_by_rep"][r] for r in common
+                  if old["bw_by_rep"][r] > 0]
+            entry["newest_over_oldest"] = L.summary(rs) if rs else None
+        for p in per.values():
+            p["bw_by_rep"] = {str(r): v for r, v in p["bw_by_rep"].items()}
+        out[arm] = entry
     return out
 
 
 def analyze(run, res):
-    """Per measured arm: the generations of its first preparation (how
-    each was made, ms to make it and to overwrite, bytes overwritten, the
-    tree's bytes, btrfs du total/exclusive/shared, df used after all were
-    made), the space of all generations over that of gen0, and the median
-    throughput of each phase. None when no arm recorded a preparation."""
-    arms = {}
+    """res["workload"]: {"generations": {arm: [row]}, "space": {arm:
+    _space()}, "probe": {arm: text}, "sharing": _sharing(), "reads":
+    _reads()}, or None when no arm left a generations.tsv."""
+    gens, probe = {}, {}
     for arm in run["measured"]:
-        path = os.path.join(run["dir"], "raw", arm, PREP_FILE)
-        if not os.path.exists(path):
-            continue
-        preps = read_prep(path)
-        if not preps:
-            continue
-        gens = preps[min(preps)]
-        rows = [{"gen": g, **gens[g]} for g in sorted(gens)]
-        df = [r.get("df_used_kib") for r in rows if isnum(r.get("df_used_kib"))]
-        tree0 = rows[0].get("tree_bytes") if rows else None
-        later = [r for r in rows if r["gen"] > 0]
-        arms[arm] = {
-            "preps": len(preps),
-            "generations": rows,
-            "make": sorted({r.get("make", "?") for r in later}),
-            "make_ms_later": sum(r.get("make_ms", 0) for r in later),
-            "overwrite_ms": sum(r.get("overwrite_ms", 0) for r in later),
-            "df_used_kib": df[-1] if df else None,
-            "du_exclusive_sum": sum(r.get("du_exclusive", 0) for r in rows),
-            "logical_bytes": sum(r.get("tree_bytes", 0) for r in rows),
-            "space_over_gen0": (df[-1] * 1024.0 / tree0
-                                if df and isnum(tree0) and tree0 else None),
-            "bw_median": {p: L.summary(bw_by_rep(run, arm, p).values())
-                          ["median"] for p in run["phases"]},
-        }
-    return {"arms": arms, "skipped": dict(run["not_measured"])} if arms \
-        else None
+        d = os.path.join(run["dir"], "raw", arm)
+        rows = read_generations(os.path.join(d, "generations.tsv"))
+        if rows:
+            gens[arm] = rows
+        elif rows is None:
+            run["warnings"].append(f"raw/{arm}/generations.tsv: missing "
+                                   "(the containers workload's preparation "
+                                   "records each generation there)")
+        p = os.path.join(d, "subvol-probe.txt")
+        if os.path.exists(p):
+            with open(p, encoding="utf-8") as f:
+                probe[arm] = f.read().strip()
+    if not gens:
+        return None
+    return {"generations": gens,
+            "space": {a: _space(r) for a, r in gens.items()},
+            "probe": probe, "sharing": _sharing(run), "reads": _reads(run)}
 
 
 def plot(run, res, out_dir, colors):
-    """space.png: df used after every generation was made, and the time
-    to make the later generations, per arm."""
-    w = res.get("workload")
-    if not w:
+    wl = res.get("workload")
+    if not wl:
         return {}
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    names = list(w["arms"])
-    fig, (ax, axt) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for i, a in enumerate(names):
-        e = w["arms"][a]
-        ax.bar(i, (e["df_used_kib"] or 0) / 1024.0, color=colors.get(a))
-        ax.bar(i, e["logical_bytes"] / MIB, fill=False, edgecolor="black",
-               ls="--")
-        axt.bar(i, e["make_ms_later"] / 1000.0, color=colors.get(a))
-    for a_ in (ax, axt):
-        a_.set_xticks(range(len(names)))
-        a_.set_xticklabels(names, fontsize=8, rotation=15)
-    ax.set_ylabel("MiB used (df; dashed: bytes of all trees)")
-    ax.set_title("space of all generations", fontsize=10)
-    axt.set_ylabel("guest s")
-    axt.set_title("making generations 1.. (snapshot or copy)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "containers.png"), dpi=110)
-    plt.close(fig)
-    return {"containers": "containers.png"}
+    plt = _plt()
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.8))
+    arms = arm_order(run, wl["generations"])
+    for arm in arms:
+        rows = wl["generations"][arm]
+        xs = [r["gen"] for r in rows]
+        a0.plot(xs, [(r["data_used_bytes"] or 0) / MIB for r in rows], "o-",
+                color=colors.get(arm), label=arm)
+        a1.plot(xs[1:], [r["seconds"] or 0 for r in rows[1:]], "o-",
+                color=colors.get(arm), label=arm)
+    a0.set_ylabel("btrfs data in use (MiB)")
+    a0.set_xlabel("after generation (0: the base tree)")
+    a1.set_ylabel("guest seconds to make the generation\n"
+                  "(snapshot or copy, then the overwrites)")
+    a1.set_xlabel("generation")
+    for ax in (a0, a1):
+        ax.grid(alpha=0.3)
+    add_skipped_legend(a0, run)
+    a1.legend(fontsize=7)
+    fig.suptitle("Image generations: space and time per generation",
+                 fontsize=10)
+    return {"containers": _save(fig, out_dir, "containers.png")}
+
+
+def _mib(b):
+    return fmt_mib(b) if isnum(b) else "n/a"
 
 
 def render(doc, run, res, plots):
-    w = res.get("workload")
-    doc.h(2, "Container generations: snapshots and copies")
-    if not w:
-        doc.p("No arm recorded its preparation (raw/<arm>/"
-              f"{PREP_FILE}): nothing to show.")
+    doc.h(2, "Container image generations")
+    wl = res.get("workload")
+    if not wl:
+        doc.p("Container generations: no arm recorded its generations "
+              "(raw/<arm>/generations.tsv).")
         return
-    doc.p("Each generation after gen0 is a read-write snapshot of the one "
-          "before, then a part of its bytes overwritten at random places. "
-          "On per-inode keys the kernel refuses the snapshot (a key and "
-          "tweak would be reused when both copies are written), so there a "
-          "generation is a new subvolume with a full copy (`cp -a "
-          "--reflink=never`). Times are guest time (under icount: "
-          "instructions), sync included; space after all generations "
-          "were made (first preparation of the arm).")
+    doc.p("A base tree (generation 0, its own subvolume) and generations "
+          "made one from the previous, each overwriting a part of the data "
+          "in random places of random files (fixed seed). Where the kernel "
+          "allows it a generation is a read-write snapshot, sharing every "
+          "extent it does not overwrite; with per-inode keys it refuses "
+          "the snapshot (EOPNOTSUPP: the snapshot's files would reuse "
+          "their (key, tweak) pairs for new data), so the generation is a "
+          "new subvolume with a full copy (`cp -a --reflink=never`). "
+          "Seconds are guest time (under icount: instructions, not the "
+          "host's clock).")
     if plots.get("containers"):
-        doc.img(plots["containers"], "space and time of the generations")
+        doc.img(plots["containers"], "space and time per generation")
     rows = []
-    for arm, e in w["arms"].items():
-        rows.append((arm, ", ".join(e["make"]),
-                     f"{e['make_ms_later'] / 1000.0:.1f}",
-                     f"{e['overwrite_ms'] / 1000.0:.1f}",
-                     fmt_mib(e["logical_bytes"]),
-                     "n/a" if e["df_used_kib"] is None
-                     else f"{e['df_used_kib'] / 1024.0:.1f}",
-                     "n/a" if e["space_over_gen0"] is None
-                     else f"{e['space_over_gen0']:.2f}",
-                     *(fmt_mib(e["bw_median"].get(p)) for p in run["phases"])))
-    for arm, why in w["skipped"].items():
-        rows.append((arm, f"skipped: {why}", "", "", "", "", "",
-                     *("" for _ in run["phases"])))
-    doc.table(["arm", "generations made by", "s to make them",
-               "s to overwrite", "MiB in all trees", "MiB used (df)",
-               "used / gen0 tree",
-               *(f"{p} median MiB/s" for p in run["phases"])], rows,
-              [f"raw data: `raw/<arm>/{PREP_FILE}`"])
-    for arm, e in w["arms"].items():
-        doc.h(3, f"{arm}: per generation")
-        doc.table(["gen", "made by", "ms", "overwrite ms", "writes",
-                   "MiB overwritten", "tree MiB", "du total MiB",
-                   "du exclusive MiB", "du shared MiB"],
-                  [(g["gen"], g.get("make", "?"), g.get("make_ms", ""),
-                    g.get("overwrite_ms", "-"), g.get("overwrite_writes", "-"),
-                    fmt_mib(g.get("overwrite_bytes")),
-                    fmt_mib(g.get("tree_bytes")), fmt_mib(g.get("du_total")),
-                    fmt_mib(g.get("du_exclusive")),
-                    fmt_mib(g.get("du_set_shared")))
-                   for g in e["generations"]])
+    for arm in arm_order(run, wl["generations"]):
+        for r in wl["generations"][arm]:
+            rows.append((arm, r["gen"], r["method"],
+                         "n/a" if r["seconds"] is None
+                         else f"{r['seconds']:.2f}",
+                         _mib(r["overwritten_bytes"]),
+                         _mib(r["data_used_bytes"]), _mib(r["du_total"]),
+                         _mib(r["du_exclusive"]), _mib(r["du_set_shared"])))
+    for arm, why in run["not_measured"].items():
+        rows.append((arm, "", f"skipped: {why}", "", "", "", "", "", ""))
+    doc.table(["arm", "gen", "method", "seconds", "overwritten MiB (base: "
+               "written)", "data in use MiB", "tree MiB (du)",
+               "exclusive MiB", "shared MiB"], rows,
+              ["raw data: `raw/<arm>/generations.tsv`; data in use: "
+               "`btrfs filesystem df`, whole filesystem, after a sync; "
+               "du: `btrfs filesystem du -s` of that generation's tree"])
+    rows = []
+    for arm in arm_order(run, wl["space"]):
+        s = wl["space"][arm]
+        rows.append((arm, ", ".join(s["methods"]), _mib(s["base_used"]),
+                     _mib(s["final_used"]), _mib(s["growth_mean"]),
+                     fmt_ratio(s["added_per_overwritten"]),
+                     f"{s['gen_seconds_total']:.2f}"))
+    doc.table(["arm", "generations by", "base MiB", "after the last MiB",
+               "added per generation MiB (mean)",
+               "added / overwritten", "seconds of all generations"], rows,
+              ["added / overwritten: 1 when a generation costs only the "
+               "data it rewrote; a full copy adds the whole tree"])
+    rows = []
+    for arm in arm_order(run, wl["reads"]):
+        e = wl["reads"][arm]
+        for p, d in sorted(e["phases"].items(), key=lambda kv: kv[1]["gen"]):
+            bw, cpu = d["bw"], d["cpu_per_mib"]
+            rows.append((arm, p, bw["n"] if bw else 0,
+                         fmt_mib(bw["median"]) if bw else "n/a",
+                         f"{cpu['median'] * 1e3:.3g}" if cpu else "n/a",
+                         _sh(wl["sharing"].get(arm, {}).get(d["gen"]))))
+        r = e.get("newest_over_oldest")
+        if r:
+            rows.append((arm, "newest / oldest throughput", r["n"],
+                         f"{fmt_ratio(r['median'])} (median of per-rep "
+                         "ratios)", "", ""))
+    doc.table(["arm", "phase", "n", "median MiB/s", "CPU ms per MiB "
+               "(median)", "largest file: extents (shared)"], rows,
+              ["the comparisons between arms and their verdicts are in the "
+               "phase tables above"])
+    if wl["probe"]:
+        doc.h(3, "A subvolume inside the encrypted bench directory")
+        for arm in arm_order(run, wl["probe"]):
+            doc.code(arm, wl["probe"][arm])
+
+
+def _sh(d):
+    if not d or not isnum(d.get("extents")):
+        return ""
+    return f"{d['extents']:g} ({d['shared']:g})" if isnum(
+        d.get("shared")) else f"{d['extents']:g}"

@@ -1,144 +1,149 @@
-# shellcheck shell=bash disable=SC2154 # wl, out, ARM, SMALL_FILES, ...: set by guest-bench.sh and workload.conf
+# shellcheck shell=bash disable=SC2154 # wl, ARM, CT_*, RESULTS: set by guest-bench.sh, workload.conf and the VM
 # Hooks of the containers workload (sourced by bench/guest-bench.sh, see
-# there and workload.conf). Generation K is the subvolume
-# MNT/containers/genK, its files under genK/tree.
+# there). Layout: generation G is the subvolume $MNT/genG, its tree in
+# $MNT/genG/d (encrypted arms: a v2 policy set on d with fscrypt_setup, the
+# key the driver added for $MNT/bench). gen0 is the base tree; genG is a
+# read-write snapshot of gen(G-1), or, where the kernel refuses the
+# snapshot (per-inode keys), a new subvolume with a full copy of it; then
+# CT_OVERWRITE_PCT % of the tree's bytes are overwritten in random places
+# of random files. What each generation cost goes to
+# $RESULTS/bench/raw/$ARM/generations.tsv (the host copies raw/ back).
 
-# Snapshots need btrfs; per-inode keys get copies instead (see wl_prep).
+ct_now() { local u; read -r u _ </proc/uptime; echo "$u"; }
+
+# Snapshots need btrfs; also find out whether a subvolume can be created
+# inside the encrypted bench directory and whether it is then encrypted
+# (recorded in raw/$ARM/subvol-probe.txt; the workload does not need it).
 wl_probe() { # mnt
+	local mnt=$1 rec sv=$1/bench/.sv-probe out
 	if [ "$(arm_fs "$ARM")" != btrfs ]; then
-		echo "$(arm_fs "$ARM") has no snapshots (this workload makes each generation of a container image a snapshot of the one before)"
+		echo "$(arm_fs "$ARM") has no snapshots or subvolumes (this workload snapshots container image generations)"
 		return 3
 	fi
-	btrfs -q subvolume create "$1/.probe" || { echo "cannot create a subvolume"; return 1; }
-	btrfs -q subvolume delete "$1/.probe" >/dev/null || return 1
-}
-
-gen_dir() { echo "$1/containers/gen$2"; } # mnt k
-
-# The prep's record, one line per fact: prep number (the Nth preparation of
-# this arm in the run), generation, key, value. The host copies raw/.
-prep_log() { printf '%s\t%s\t%s\t%s\n' "$prep_no" "$@" >>"$prep_tsv"; }
-
-now_ms() { date +%s%3N; }
-
-# Space of a generation: the tree's files (bytes), btrfs filesystem du
-# (total, exclusive, shared with other generations) and df of the mount.
-log_space() { # mnt k
-	local d line
-	d=$(gen_dir "$1" "$2")
-	prep_log "$2" tree_bytes "$(find "$d/tree" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')"
-	line=$(btrfs filesystem du -s --raw "$d" | awk 'NR == 2 { print $1, $2, $3 }')
-	prep_log "$2" du_total "${line%% *}"
-	line=${line#* }
-	prep_log "$2" du_exclusive "${line%% *}"
-	prep_log "$2" du_set_shared "${line#* }"
-	prep_log "$2" df_used_kib "$(df -Pk "$1" | awk 'NR == 2 { print $3 }')"
-}
-
-# The base tree: SMALL_FILES files of 4-64 KiB (in 4 KiB steps, fixed seed)
-# spread over 16 directories, and LARGE_FILES files of LARGE_SIZE.
-make_base() { # tree
-	local t=$1 dirs="" i
-	for i in $(seq 0 15); do mkdir -p "$t/d$i" && dirs+="${dirs:+:}$t/d$i"; done
-	mkdir -p "$t/large"
-	fio --output=/tmp/prep.out --name=small --directory="$dirs" --nrfiles="$SMALL_FILES" \
-		--filesize=4k-64k --bs=4k --rw=write --ioengine=psync --fallocate=none \
-		--file_service_type=sequential --openfiles=8 --randrepeat=1 --randseed="$SEED" ||
-		{ cat /tmp/prep.out; return 1; }
-	fio --output=/tmp/prep.out --name=large --directory="$t/large" --nrfiles="$LARGE_FILES" \
-		--filesize="$LARGE_SIZE" --bs=1m --rw=write --ioengine=psync --fallocate=none \
-		--file_service_type=sequential --openfiles=8 ||
-		{ cat /tmp/prep.out; return 1; }
-}
-
-# Overwrite OVERWRITE_PCT % of a tree's bytes at random places: a place is a
-# random 4 KiB block of the whole tree (so files are hit in proportion to
-# their size), the write 4-64 KiB, cut at the file's end; seed SEED + k.
-overwrite() { # tree k
-	local t=$1 k=$2 path off len n=0 bytes=0
-	find "$t" -type f -printf '%s %p\n' | LC_ALL=C sort -k2 >/tmp/files
-	awk -v seed="$((SEED + k))" -v pct="$OVERWRITE_PCT" '
-		{ size[NR] = $1; path[NR] = $2; blocks[NR] = int($1 / 4096); total += blocks[NR] }
-		END {
-			srand(seed)
-			want = total * pct / 100
-			while (done < want) {
-				b = int(rand() * total)
-				for (i = 1; b >= blocks[i]; i++) b -= blocks[i]
-				len = 1 + int(rand() * 16)
-				if (b + len > blocks[i]) len = blocks[i] - b
-				printf "%s %d %d\n", path[i], b, len
-				done += len
-			}
-		}' /tmp/files >/tmp/plan
-	while read -r path off len; do
-		dd if=/dev/urandom of="$path" bs=4k seek="$off" count="$len" conv=notrunc status=none || return 1
-		n=$((n + 1)) bytes=$((bytes + len * 4096))
-	done </tmp/plan
-	prep_log "$k" overwrite_writes "$n"
-	prep_log "$k" overwrite_bytes "$bytes"
-}
-
-# gen0, then each generation from the one before: a snapshot, or on
-# per-inode keys (snapshots refused) a new subvolume with a new encrypted
-# tree and a full copy, no reflinks; then the overwrites. Times (guest
-# ms, sync included) and space go to raw/<arm>/containers-prep.tsv.
-wl_prep() { # mnt phases...
-	local mnt=$1 k d prev t0 kind enc=0 mode
-	mode=$(arm_key_mode "$ARM")
-	arm_encrypted "$ARM" && enc=1
-	mkdir -p "$out/raw/$ARM" "$mnt/containers"
-	prep_tsv=$out/raw/$ARM/containers-prep.tsv
-	prep_no=$(( $(cut -f1 "$prep_tsv" 2>/dev/null | sort -u | wc -l) + 1 ))
-	for k in $(seq 0 $((GENERATIONS - 1))); do
-		d=$(gen_dir "$mnt" "$k")
-		t0=$(now_ms)
-		if [ "$k" = 0 ] || [ "$mode" = per-inode ]; then
-			btrfs -q subvolume create "$d" || return 1
-			mkdir "$d/tree" || return 1
-			if [ "$enc" = 1 ]; then
-				fscrypt_setup "$mnt" "$d/tree" >/dev/null || return 1
-			fi
-		fi
-		if [ "$k" = 0 ]; then
-			kind=base
-			make_base "$d/tree" || return 1
-		elif [ "$mode" = per-inode ]; then
-			kind=copy
-			prev=$(gen_dir "$mnt" $((k - 1)))
-			cp -a --reflink=never "$prev/tree/." "$d/tree/" || return 1
+	rec=$RESULTS/bench/raw/$ARM
+	mkdir -p "$rec"
+	{
+		echo "btrfs subvolume create $sv (inside the bench directory):"
+		if out=$(btrfs subvolume create "$sv" 2>&1); then
+			echo "ok: $out"
+			echo "policy of the new subvolume's root (fscrypt_setup -k):"
+			fscrypt_setup -k "$mnt" "$sv" 2>&1 || echo "(none: rc $?)"
+			btrfs subvolume delete "$sv" >/dev/null 2>&1 || echo "delete failed"
 		else
-			kind=snapshot
-			prev=$(gen_dir "$mnt" $((k - 1)))
-			btrfs -q subvolume snapshot "$prev" "$d" || return 1
+			echo "refused: $out"
 		fi
-		sync
-		prep_log "$k" make "$kind"
-		prep_log "$k" make_ms $(( $(now_ms) - t0 ))
-		if [ "$k" -gt 0 ]; then
-			t0=$(now_ms)
-			overwrite "$d/tree" "$k" || return 1
-			sync
-			prep_log "$k" overwrite_ms $(( $(now_ms) - t0 ))
-		fi
-	done
-	for k in $(seq 0 $((GENERATIONS - 1))); do log_space "$mnt" "$k"; done
+	} >"$rec/subvol-probe.txt" 2>&1
+	return 0
 }
 
-# FIEMAP promises: the first large file of gen0 and of the newest
-# generation (fio names them large.0.N); on snapshots the newest one still shares extents with the
-# generations before (at least 1: most of it was not overwritten).
+# The base tree as "path blocks" lines (4 KiB blocks), fixed seed.
+ct_tree() {
+	awk -v seed="$CT_SEED" -v n="$CT_SMALL" -v large="$CT_LARGE_MIB" 'BEGIN {
+		srand(seed)
+		for (i = 0; i < n; i++)
+			printf "s/%02d/f%05d %d\n", i % 50, i, 1 + int(rand() * 16)
+		k = split(large, L, " ")
+		for (i = 1; i <= k; i++)
+			printf "large/L%d %d\n", i, L[i] * 256
+	}'
+}
+
+# Overwrites of generation G: "path first_block blocks" lines covering
+# CT_OVERWRITE_PCT % of the tree's blocks, places drawn over the whole
+# tree's bytes (a large file gets its share), chunks of 1-16 blocks.
+ct_overwrites() { # gen
+	ct_tree | awk -v seed="$((CT_SEED + $1))" -v pct="$CT_OVERWRITE_PCT" '
+	{ p[NR] = $1; b[NR] = $2; T += $2; c[NR] = T }
+	END {
+		srand(seed)
+		want = int(T * pct / 100)
+		while (done < want) {
+			r = int(rand() * T)
+			lo = 1; hi = NR
+			while (lo < hi) { m = int((lo + hi) / 2); if (c[m] > r) hi = m; else lo = m + 1 }
+			n = 1 + int(rand() * 16)
+			if (n > b[lo]) n = b[lo]
+			o = int(rand() * (b[lo] - n + 1))
+			printf "%s %d %d\n", p[lo], o, n
+			done += n
+		}
+	}'
+}
+
+ct_policy() { # mnt dir: encrypt dir like the bench directory
+	arm_encrypted "$ARM" || return 0
+	fscrypt_setup "$1" "$2" >/dev/null
+}
+
+# gen data_used bytes: btrfs's data in use, after a sync of the filesystem.
+ct_used() { # mnt
+	btrfs filesystem sync "$1" >/dev/null 2>&1
+	btrfs filesystem df -b "$1" | awk -F'used=' '/^Data/ { split($2, a, ","); print a[1]; exit }'
+}
+
+ct_record() { # mnt gen method seconds overwritten_bytes note
+	local du
+	du=$(btrfs filesystem du -s --raw "$1/gen$2/d" 2>/dev/null | awk 'NR == 2 { print $1 "\t" $2 "\t" $3 }')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" "$(ct_used "$1")" "${du:-$'-\t-\t-'}" "$6" \
+		>>"$RESULTS/bench/raw/$ARM/generations.tsv"
+}
+
+wl_prep() { # mnt phases...
+	local mnt=$1 g t0 t1 p n c method err bytes note
+	local rec=$RESULTS/bench/raw/$ARM
+	mkdir -p "$rec"
+	printf 'gen\tmethod\tseconds\toverwritten_bytes\tdata_used_bytes\tdu_total\tdu_exclusive\tdu_set_shared\tnote\n' >"$rec/generations.tsv"
+	t0=$(ct_now)
+	btrfs -q subvolume create "$mnt/gen0" || return 1
+	mkdir "$mnt/gen0/d" && ct_policy "$mnt" "$mnt/gen0/d" || return 1
+	ct_tree >/tmp/ct-tree
+	while read -r p n; do
+		mkdir -p "$(dirname "$mnt/gen0/d/$p")"
+		head -c $((n * 4096)) /dev/urandom >"$mnt/gen0/d/$p" || return 1
+	done </tmp/ct-tree
+	sync
+	t1=$(ct_now)
+	bytes=$(awk '{ s += $2 } END { print s * 4096 }' /tmp/ct-tree)
+	ct_record "$mnt" 0 base "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" "$bytes" \
+		"$(wc -l </tmp/ct-tree) files"
+	for g in $(seq 1 "$CT_GENS"); do
+		t0=$(ct_now)
+		note=""
+		if err=$(btrfs subvolume snapshot "$mnt/gen$((g - 1))" "$mnt/gen$g" 2>&1); then
+			method=snapshot
+		else
+			# per-inode keys: the kernel refuses; a full copy instead
+			note="snapshot refused: ${err//$'\n'/ }"
+			method=copy
+			btrfs -q subvolume create "$mnt/gen$g" || return 1
+			mkdir "$mnt/gen$g/d" && ct_policy "$mnt" "$mnt/gen$g/d" || return 1
+			cp -a --reflink=never "$mnt/gen$((g - 1))/d/." "$mnt/gen$g/d/" || return 1
+		fi
+		ct_overwrites "$g" >/tmp/ct-over
+		while read -r p n c; do
+			dd if=/dev/urandom of="$mnt/gen$g/d/$p" bs=4096 seek="$n" count="$c" conv=notrunc 2>/dev/null ||
+				return 1
+		done </tmp/ct-over
+		sync
+		t1=$(ct_now)
+		bytes=$(awk '{ s += $3 } END { print s * 4096 }' /tmp/ct-over)
+		ct_record "$mnt" "$g" "$method" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" \
+			"$bytes" "$note"
+	done
+	sync
+}
+
+# The largest file of every generation: its extents and how many are
+# shared (FIEMAP_EXTENT_SHARED) go to extents.tsv; no sharing promised
+# (per-inode keys copy), so this records rather than checks.
 wl_checks() { # mnt phases...
-	local last=$((GENERATIONS - 1)) shared=1 f=large.0.0
-	# (fiemap_check does not pass ARM; its own arm is in scope)
-	[ "$(arm_key_mode "${ARM:-${arm:-}}")" = per-inode ] && shared=0
-	echo "gen0 $(gen_dir "$1" 0)/tree/large/$f 1 - 0"
-	echo "gen$last $(gen_dir "$1" "$last")/tree/large/$f 1 - $shared"
+	local g n
+	n=$(echo "$CT_LARGE_MIB" | wc -w)
+	for g in $(seq 0 "$CT_GENS"); do
+		echo "gen$g-L$n $1/gen$g/d/large/L$n 1 - 0"
+	done
 }
 
 wl_target() { # mnt phase
-	case $2 in
-	readall) echo "$1/containers" ;;
-	*) echo "$(gen_dir "$1" $((GENERATIONS - 1)))/tree" ;;
-	esac
+	echo "$1/gen${2##*-gen}/d"
 }
