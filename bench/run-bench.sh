@@ -106,7 +106,7 @@ install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
 		echo "LAB_COMMIT=$lab_commit"
 		if git -C "$top" diff --quiet HEAD -- 2>/dev/null; then echo "LAB_DIRTY=0"; else echo "LAB_DIRTY=1"; fi
 	fi
-	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_BUDGET GROUP_SIZES; do
+	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_STEP SCALE_BUDGET GROUP_SIZES; do
 		[ -n "${!v:-}" ] && echo "$v=\"${!v}\""
 	done
 } >"$job/bench.env"
