@@ -118,6 +118,9 @@ wl_prep() { # mnt phases...
 			btrfs -q subvolume create "$mnt/gen$g" || return 1
 			mkdir "$mnt/gen$g/d" && ct_policy "$mnt" "$mnt/gen$g/d" || return 1
 			cp -a --reflink=never "$mnt/gen$((g - 1))/d/." "$mnt/gen$g/d/" || return 1
+			# the copy is written out before the updates, as a snapshot
+			# is (else they land in its page cache: one extent a file)
+			sync
 		fi
 		ct_overwrites "$g" >/tmp/ct-over
 		while read -r p n c; do
