@@ -197,6 +197,10 @@ def plot(run, res, out_dir, colors):
     a1.set_ylabel("guest seconds to make the generation\n"
                   "(snapshot or copy, then the overwrites)")
     a1.set_xlabel("generation")
+    gens = sorted({r["gen"] for rows in wl["generations"].values()
+                   for r in rows})
+    a0.set_xticks(gens)
+    a1.set_xticks(gens[1:])
     for ax in (a0, a1):
         ax.grid(alpha=0.3)
     add_skipped_legend(a0, run)
