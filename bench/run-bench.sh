@@ -120,6 +120,9 @@ nr_arms=$(echo $ARMS | wc -w)
 # shellcheck source=/dev/null
 ARM_DISK_GIB=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null && echo "${DISK_GIB:-2}")
 SAVE_DISK_GIB=$(( nr_arms * ARM_DISK_GIB > 12 ? nr_arms * ARM_DISK_GIB : 12 ))
+# a bigger disk's saved image may be about as big: count that much memory
+[ "$ARM_DISK_GIB" -gt 2 ] && [ $(( ARM_DISK_GIB * 1024 )) -gt "$SCRATCH_SAVE_MIB" ] &&
+	SCRATCH_SAVE_MIB=$(( ARM_DISK_GIB * 1024 ))
 sizes=()
 for _ in $ARMS; do sizes+=("$ARM_DISK_GIB"); done
 [ "$PREP" = once ] && sizes+=("$SAVE_DISK_GIB")
