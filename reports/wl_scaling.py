@@ -268,11 +268,18 @@ def section_scaling(doc, run, res, plots):
 
 
 def _log_axes(ax, ticks):
+    from matplotlib.ticker import (FormatStrFormatter, LogLocator,
+                                   NullLocator)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
-    ax.minorticks_off()
+    ax.xaxis.set_minor_locator(NullLocator())
+    # labelled ticks at 1, 2 and 5 x 10^k: the lines often span less than
+    # a decade, where plain log ticks would leave the axis unlabelled
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("extents in the file (FIEMAP; log)")
     ax.grid(alpha=0.3, which="both")
 
