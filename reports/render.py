@@ -642,8 +642,8 @@ def section_key_work(doc, run, res):
     doc.h(3, "Counted passes (tracefs)")
     doc.p("Phases the profiled repetition ran once more each, from a cold "
           "cache, with the fscrypt events recorded through tracefs "
-          "(`trace_counts` in bench/guest-bench.sh); `write-gN` is the "
-          "writing of a file during the preparation. Lost events must be "
+          "(`trace_counts` in bench/guest-bench.sh); a phase the run did "
+          "not time is a workload's count of its preparation. Lost events must be "
           "0 for the counts to be whole.")
     rows = []
     for arm, phases in counts.items():
@@ -688,10 +688,11 @@ def section_tail(doc, run, res, threshold, plots):
         "the pairs, 10000 draws, numpy default_rng with a fixed seed, so "
         "the report is reproducible (`reports.labstats.ratio`, also used "
         "by the baseline, the check and the history).",
-        "CPU cost: guest /proc/stat CPU time (user, nice, system, irq, "
-        "softirq; all CPUs) of each timed phase (window: "
-        f"{(run['meta'].get('cpu') or {}).get('window') or 'process'}; "
-        "see CPU cost), per MiB and per I/O of fio's totals.",
+        ("CPU cost: not recorded in this run." if not run["has_cpu"] else
+         f"CPU cost: the guest's CPU time of each timed phase, all CPUs, "
+         f"from {cpu_source_text(run['meta'])} (window: "
+         f"{(run['meta'].get('cpu') or {}).get('window') or 'process'}; "
+         "see CPU cost), per MiB and per I/O of fio's totals."),
         "Everything the report needs about arms, comparisons, goals and "
         "metrics is read from the run directory (meta.json `spec`), not "
         "from the lab's current bench/arms or bench/workloads.",
