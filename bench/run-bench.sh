@@ -50,7 +50,8 @@ KERNEL=${KERNEL:-$top/build/bzImage-perf}
 # on a busy machine. ACCEL=tcg still runs plain TCG (2 vCPUs).
 export ACCEL_NO_KVM=${ACCEL_NO_KVM:-icount}
 # Test of the regression check only: slow every per-extent lookup down by
-# this many microseconds (fscrypto.extent_lookup_delay_us, patch 0020).
+# this many microseconds (fscrypto.extent_lookup_delay_us, the series'
+# test-only lookup delay knob).
 INJECT_LOOKUP_DELAY_US=${INJECT_LOOKUP_DELAY_US:-0}
 die() { echo "bench: error: $*" >&2; exit 2; }
 
@@ -92,7 +93,10 @@ mkdir -p "$job/bench" "$run"
 cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$top/bench/arms" "$job/bench/"
 cp -r "$top/profiles" "$job/profiles"
 cp -r "$top/build/bench/tools" "$job/tools"
-install -m 0755 "$top/bench/guest-bench.sh" "$job/run"
+# the guest driver: its library (bench/guest/lib.sh) and /job/run
+mkdir -p "$job/guest"
+install -m 0644 "$top/bench/guest/lib.sh" "$job/guest/lib.sh"
+install -m 0755 "$top/bench/guest/run" "$job/run"
 {
 	echo "WORKLOAD=$workload"
 	echo "REPS=$REPS"

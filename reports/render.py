@@ -642,7 +642,7 @@ def section_key_work(doc, run, res):
     doc.h(3, "Counted passes (tracefs)")
     doc.p("Phases the profiled repetition ran once more each, from a cold "
           "cache, with the fscrypt events recorded through tracefs "
-          "(`trace_counts` in bench/guest-bench.sh); a phase the run did "
+          "(`trace_counts` in bench/guest/lib.sh); a phase the run did "
           "not time is a workload's count of its preparation. Lost events must be "
           "0 for the counts to be whole.")
     rows = []

@@ -1,7 +1,7 @@
 """The run model of the benchmark lab: the one owner of what a run is.
 
 A raw run directory (build/bench/<stamp>-<workload>/) is written once by
-collect() from what the guest recorded (bench/guest-bench.sh, run format
+collect() from what the guest recorded (bench/guest/lib.sh, run format
 FORMAT) and read by load_run(); everything else (reports.generate,
 reports.check, reports.history) reads runs only through this module:
 

@@ -193,9 +193,7 @@ class GuestCpuLine(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
             f.write(line)
             f.flush()
-            script = ("eval \"$(sed -n "
-                      "'/^cpu_\\(now\\|stat\\|schedstat\\)() {/,/^}/p' "
-                      "bench/guest-bench.sh)\"; cpu_source=stat; "
+            script = (". bench/guest/lib.sh; cpu_source=stat; "
                       "PROC_STAT=$1 cpu_now; echo \"[$cpu_ticks]\"")
             r = subprocess.run(["bash", "-c", script, "-", f.name], cwd=TOP,
                                capture_output=True, text=True, check=True)

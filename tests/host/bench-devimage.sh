@@ -5,7 +5,7 @@
 # overwritten with random data, restore makes it byte for byte the saved
 # state again (cmp). The same with only the listed ranges read (RANGES
 # mode), and for an ext4 saved as the bench saves it (only its blocks in
-# use: ext4_used_ranges of bench/guest-bench.sh). Controls: the overwritten device differs before the
+# use: ext4_used_ranges of bench/guest/lib.sh). Controls: the overwritten device differs before the
 # restore (cmp can see it), a ranges list that misses written data gives a
 # different device, and an image of another size is refused.
 # Skips (77) when no loop device can be set up (not root, no loop driver).
@@ -62,7 +62,8 @@ if mkfs.ext4 -q -F -O encrypt "$loop" && mkdir -p "$tmp/mnt" && mount -t ext4 "$
 	sum=$(sha256sum <"$tmp/mnt/a")
 	umount "$tmp/mnt"
 	cp "$tmp/disk.img" "$tmp/want-ext4.img"
-	eval "$(sed -n '/^ext4_used_ranges() {/,/^}/p' "$top/bench/guest-bench.sh")"
+	# shellcheck source=bench/guest/lib.sh
+	. "$top/bench/guest/lib.sh"
 	ext4_used_ranges "$loop" >"$tmp/ext4-ranges"
 	"$tool" save "$loop" "$tmp/ext4.img" "$tmp/ext4-ranges" >/dev/null
 	dd if=/dev/urandom of="$loop" bs=1M count=96 conv=fsync status=none

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Host-side test of the benchmark workloads (bench/workloads/*), without a
 # VM: each workload's configuration and hooks are loaded the way
-# bench/guest-bench.sh loads them, and checked:
+# bench/guest/lib.sh loads them, and checked:
 #   - every workload has phases, and every phase has a fio job file
 #     (PHASE.fio or KIND.fio), as has prep;
 #   - its FIEMAP promises are well-formed lines (label path min max shared);
@@ -21,24 +21,17 @@ same() { # name got want
 	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'"; fi
 }
 
-# Load a workload as guest-bench.sh does (its default hooks, then the
+# Load a workload as bench/guest/lib.sh does (its default hooks, then the
 # workload's), in a subshell, and run "$@" there.
 in_workload() { # workload command...
 	local w=$1
 	shift
 	(
-		# shellcheck disable=SC2034 # read by the guest-bench.sh code eval'ed below
+		# shellcheck disable=SC2034 # read by bench_load_workload
 		WORKLOAD=$w
-		eval "$(sed -n '/^# ---- workload hooks/,/^# ---- bookkeeping/p' "$top/bench/guest-bench.sh" |
-			sed '/^\[ -f "\$wl\/hooks.sh" \]/d; /^if \[ "\${1:-}" = --phase \]/,/^fi$/d')"
-		wl=$top/bench/workloads/$w
-		. "$wl/workload.conf"
-		FILE=${FILE:-frag}
-		MIN_EXTENTS=${MIN_EXTENTS:-1}
-		MAX_EXTENTS=${MAX_EXTENTS:-}
-		PROFILE_PHASE=${PROFILE_PHASE:-randread}
-		# shellcheck disable=SC1091
-		[ -f "$wl/hooks.sh" ] && . "$wl/hooks.sh"
+		# shellcheck source=bench/guest/lib.sh
+		. "$top/bench/guest/lib.sh"
+		bench_load_workload "$top/bench/workloads/$w"
 		"$@"
 	)
 }
@@ -104,10 +97,18 @@ same "sequential: at most 64 extents" "$(in_workload sequential wl_checks /m)" "
 same "fragmented: at least 16384 extents" "$(in_workload fragmented wl_checks /m)" "frag /m/bench/frag 16384 - 0"
 same "fragmented: MIN_EXTENTS override" "$(MIN_EXTENTS=100 in_workload fragmented wl_checks /m)" "frag /m/bench/frag 100 - 0"
 
-echo "== key mode the guest records (kernel_key_mode of guest-bench.sh)"
+echo "== the guest library (bench/guest/lib.sh): sourcing it does nothing"
+libtmp=$(mktemp -d)
+got=$(cd "$libtmp" && RESULTS=$libtmp bash -c '. "$1"; echo "[$(type -t bench_init) $(type -t wl_after_phase)]"' - "$top/bench/guest/lib.sh" 2>&1; ls -A "$libtmp")
+same "sourcing defines functions, prints and writes nothing" "$got" "[function function]"
+same "default wl_after_phase: nothing, success" "$(in_workload fragmented wl_after_phase a 1 seqread /m "$libtmp"; echo "rc=$?"; ls -A "$libtmp")" "rc=0"
+rm -rf "$libtmp"
+
+echo "== key mode the guest records (kernel_key_mode of bench/guest/lib.sh)"
 key_mode() { # mount-options policy
 	(
-		eval "$(sed -n '/^kernel_key_mode() {/,/^}/p' "$top/bench/guest-bench.sh")"
+		# shellcheck source=bench/guest/lib.sh
+		. "$top/bench/guest/lib.sh"
 		kernel_key_mode "$@"
 	)
 }
@@ -161,7 +162,7 @@ btrfs-extent-key unsupported: btrfs on this kernel encrypts with per-inode keys 
 btrfs-inode|btrfs|mkfs.btrfs -q -f||enc|per-inode|"
 rm -rf "$feat"
 
-echo "== fscrypt event counts of a count pass (trace_start, trace_counts of guest-bench.sh)"
+echo "== fscrypt event counts of a count pass (trace_start, trace_counts of bench/guest/lib.sh)"
 # A made-up tracefs: the counts come from its trace and per-CPU stats; the
 # events it has are enabled, those it lacks (fscrypt_extent_group_start
 # here, as on a kernel before key groups) are left out.
@@ -171,10 +172,11 @@ for e in fscrypt_extent_lookup fscrypt_extent_info_setup fscrypt_derive_key fscr
 	mkdir -p "$ftfs/events/fscrypt/$e" && echo 0 >"$ftfs/events/fscrypt/$e/enable"
 done
 echo 1408 >"$ftfs/buffer_size_kb"
-traced() { # tfs command...: run a function of guest-bench.sh against the made-up tracefs
+traced() { # tfs command...: run a function of bench/guest/lib.sh against the made-up tracefs
 	(
-		eval "$(sed -n '/^tfs=/,/^# One profiled repetition/p' "$top/bench/guest-bench.sh")"
-		# shellcheck disable=SC2034 # read by the guest-bench.sh functions eval'ed above
+		# shellcheck source=bench/guest/lib.sh
+		. "$top/bench/guest/lib.sh"
+		# shellcheck disable=SC2034 # read by the library's functions
 		tfs=$1
 		shift
 		"$@"
@@ -221,15 +223,16 @@ same "trace_counts: tracing and events off again" "$(cat "$ftfs/tracing_on" "$ft
 0"
 rm -rf "$ftfs"
 
-echo "== CPU time of a phase (cpu_now of guest-bench.sh)"
+echo "== CPU time of a phase (cpu_now of bench/guest/lib.sh)"
 # user+nice+system+irq+softirq of /proc/stat's cpu line; nothing (never a
 # failure) when the line is missing, short or not numbers
 cpu_ticks_of() { # content of a made-up /proc/stat ("-": no such file) [source]
 	(
-		eval "$(sed -n '/^cpu_\(now\|stat\|schedstat\)() {/,/^}/p' "$top/bench/guest-bench.sh")"
+		# shellcheck source=bench/guest/lib.sh
+		. "$top/bench/guest/lib.sh"
 		f=$(mktemp)
 		if [ "$1" = - ]; then rm -f "$f"; else printf '%b' "$1" >"$f"; fi
-		# shellcheck disable=SC2034 # cpu_source: read by cpu_now, eval'ed above
+		# shellcheck disable=SC2034 # cpu_source: read by cpu_now
 		cpu_source=${2:-stat}
 		PROC_STAT=$f PROC_SCHEDSTAT=$f cpu_now
 		rc=$?

@@ -1,4 +1,10 @@
-#!/bin/bash
+# shellcheck shell=bash
+# The in-guest benchmark driver, as a library: functions only, nothing
+# happens when it is sourced. bench/guest/run (the job's /job/run) sources
+# it and calls bench_load_workload, bench_init and bench_main; the host's
+# tests (tests/host/bench-workloads.sh, bench-devimage.sh,
+# reports/test_cpuwindow.py) source it and call single functions.
+#
 # In-guest benchmark driver; becomes /job/run (see bench/run-bench.sh).
 #
 # Reads /job/bench.env (WORKLOAD, REPS, ARMS, PROFILE, PREP, and optional
@@ -32,19 +38,32 @@
 # one per phase, or per read kind: phase "seqread-orig" uses
 # seqread-orig.fio if it exists, else seqread.fio), and optionally hooks.sh,
 # which may redefine the wl_* functions below.
-set -u
-. /job/bench.env
-. /job/bench/arms.sh
-wl=/job/bench/workloads/$WORKLOAD
-. "$wl/workload.conf"
-FILE=${FILE:-frag}
-MIN_EXTENTS=${MIN_EXTENTS:-1}
-MAX_EXTENTS=${MAX_EXTENTS:-}
-PROFILE_PHASE=${PROFILE_PHASE:-randread}
-COUNT_PHASES=${COUNT_PHASES:-}
-EST_ARM_RUN_S=${EST_ARM_RUN_S:-60}
-EST_PREP_S=${EST_PREP_S:-60}
-export PATH=/job/tools:$PATH FILE_SIZE
+#
+# The workload hook API (the wl_* functions below are the defaults; a
+# workload's hooks.sh redefines those it needs; bench/README.md, "Adding a
+# workload"): wl_phases, wl_profile_phase, wl_count_phases, wl_probe MNT,
+# wl_prep MNT PHASES..., wl_checks MNT PHASES..., wl_target MNT PHASE,
+# wl_after_phase ARM REP PHASE MNT DIR.
+
+# bench_load_workload DIR: the workload in DIR (workload.conf, its
+# defaults, then hooks.sh over the default hooks). Needs the variables of
+# bench.env that workload.conf reads (overrides such as MIN_EXTENTS).
+bench_load_workload() { # dir
+	wl=$1
+	# shellcheck disable=SC1091
+	. "$wl/workload.conf"
+	FILE=${FILE:-frag}
+	MIN_EXTENTS=${MIN_EXTENTS:-1}
+	MAX_EXTENTS=${MAX_EXTENTS:-}
+	PROFILE_PHASE=${PROFILE_PHASE:-randread}
+	COUNT_PHASES=${COUNT_PHASES:-}
+	EST_ARM_RUN_S=${EST_ARM_RUN_S:-60}
+	EST_PREP_S=${EST_PREP_S:-60}
+	export PATH=/job/tools:$PATH FILE_SIZE
+	# shellcheck disable=SC1091
+	if [ -f "$wl/hooks.sh" ]; then . "$wl/hooks.sh"; fi
+	return 0
+}
 
 # ---- workload hooks (defaults; hooks.sh may redefine any of them) ---------
 
@@ -75,7 +94,14 @@ wl_checks() { echo "$FILE $1/bench/$FILE $MIN_EXTENTS ${MAX_EXTENTS:--} 0"; }
 # wl_target MNT PHASE: the file PHASE reads or writes (fio's ${TARGET}).
 wl_target() { echo "$1/bench/$FILE"; }
 
-[ -f "$wl/hooks.sh" ] && . "$wl/hooks.sh"
+
+# wl_after_phase ARM REP PHASE MNT DIR: after each timed phase (outside its
+# CPU window), e.g. to keep a per-phase file in DIR, the rep's raw directory
+# raw/<arm>/rep<N>/, beside PHASE.json (the host collects the whole of raw/
+# and reads only the .json files of the phases; reports/wl_<kind>.py may
+# read the others). Default: nothing.
+wl_after_phase() { return 0; }
+
 
 # One measured phase: its job file is PHASE.fio, else KIND.fio for a phase
 # named KIND-SOMETHING. Extra fio options after the json file.
@@ -87,48 +113,66 @@ run_phase() { # arm mnt phase json [fio options...]
 		fio "$@" --output-format=json+ --output="$json" "$job"
 }
 
-# "/job/run --phase ARM MNT PHASE JSON": one phase only, for the profilers
-# (perf stat and perf record run a command, not a shell function).
-if [ "${1:-}" = --phase ]; then
-	shift
-	run_phase "$@"
-	exit
-fi
-
 # ---- bookkeeping ------------------------------------------------------------
 
-out=$RESULTS/bench
-mkdir -p "$out/raw" "$out/profiles"
-: >"$out/arms.tsv"
-: >"$out/extents.tsv"
-: >"$out/order.tsv"
-# The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
-# order.tsv, cpu.tsv, ...); host and guest ship together, the host collects
-# only this format (reports/runmodel.py).
-echo 3 >"$out/format"
-: >"$out/facts.tsv"
-: >"$out/saves.tsv"
-: >"$out/cpu.tsv"
-: >"$out/cpu-windows.tsv"
-# The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
-getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
-fio --version >"$out/fio-version"
-echo "$MIN_EXTENTS" >"$out/min-extents"
-phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
-profile_phase=$(wl_profile_phase)
-count_phases=$(wl_count_phases)
-for p in $count_phases; do
-	case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
-done
-echo "$phases" >"$out/phases"
-echo "$profile_phase" >"$out/profile-phase"
-start=$(date +%s)
-nr_arms=$(echo $ARMS | wc -w)
-total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
-done_runs=0
-done_at=0      # elapsed seconds when the last arm run ended
-preps=0 prep_secs=0	# PREP=once: arms prepared so far, and the time it took
-cur_arm="" cur_rep=""
+# bench_init: the results directory $RESULTS/bench, the run's constant
+# files and the state of the run (after bench_load_workload).
+bench_init() {
+	local p
+	out=$RESULTS/bench
+	mkdir -p "$out/raw" "$out/profiles"
+	: >"$out/arms.tsv"
+	: >"$out/extents.tsv"
+	: >"$out/order.tsv"
+	# The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
+	# order.tsv, cpu.tsv, ...); host and guest ship together, the host collects
+	# only this format (reports/runmodel.py).
+	echo 3 >"$out/format"
+	: >"$out/facts.tsv"
+	: >"$out/saves.tsv"
+	: >"$out/cpu.tsv"
+	: >"$out/cpu-windows.tsv"
+	# The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
+	getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
+	fio --version >"$out/fio-version"
+	echo "$MIN_EXTENTS" >"$out/min-extents"
+	phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
+	profile_phase=$(wl_profile_phase)
+	count_phases=$(wl_count_phases)
+	for p in $count_phases; do
+		case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
+	done
+	echo "$phases" >"$out/phases"
+	echo "$profile_phase" >"$out/profile-phase"
+	start=$(date +%s)
+	nr_arms=$(echo $ARMS | wc -w)
+	total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
+	done_runs=0
+	done_at=0      # elapsed seconds when the last arm run ended
+	preps=0 prep_secs=0	# PREP=once: arms prepared so far, and the time it took
+	cur_arm="" cur_rep=""
+	save_dev=/dev/vd${disk_letters[$nr_arms]}
+	save_dir=/mnt/bench-saved
+	PREP=${PREP:-once}
+	case $PREP in once | each) ;; *) echo "bench: FAIL: PREP must be once or each, not '$PREP'"; exit 1 ;; esac
+	echo "$PREP" >"$out/prep-mode"
+	declare -gA prepared=() skipped=()
+
+	cpu_source=stat
+	if [ -z "${PROC_STAT:-}" ] && read -r _ v </proc/schedstat 2>/dev/null &&
+		case $v in 15 | 16 | 17) true ;; *) false ;; esac; then
+		cpu_source=schedstat
+	fi
+	echo "$cpu_source" >"$out/cpu-source"
+
+	if [ "$cpu_source" = schedstat ]; then
+		cpu_mark='cat /proc/schedstat'
+	else
+		cpu_mark='read l </proc/stat && echo "$l"'
+	fi
+	cpu_win_dir=/tmp/fio-cpu-window
+}
+
 
 # One line per phase: arm, repetition, phase, elapsed against the expected
 # total. The expected total is the time of the finished arm runs plus the
@@ -169,17 +213,12 @@ arm_dev() {
 		i=$((i + 1))
 	done
 }
-save_dev=/dev/vd${disk_letters[$nr_arms]}
-save_dir=/mnt/bench-saved
-PREP=${PREP:-once}
-case $PREP in once | each) ;; *) echo "bench: FAIL: PREP must be once or each, not '$PREP'"; exit 1 ;; esac
-echo "$PREP" >"$out/prep-mode"
-declare -A prepared=() skipped=()
 
 # The key mode the kernel gives new files of a mounted arm: btrfs says it
-# in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, patch
-# 0020; with per-extent keys, fscrypt_extents_per_key=N when the extents of
-# a key group are bounded, patch 0023: N = 1 is one key per extent, mode
+# in /proc/mounts (fscrypt_per_extent_keys or fscrypt_per_inode_keys, the
+# series' key-mode mount options; with per-extent keys,
+# fscrypt_extents_per_key=N when the extents of a key group are bounded,
+# the key-group bound: N = 1 is one key per extent, mode
 # per-extent-key; another N is mode per-extent-max-N; none shown is key
 # groups without a bound, mode per-extent); otherwise the policy the kernel
 # reports back decides (fscrypt's per-file keys are the per-inode mode).
@@ -414,12 +453,6 @@ ready_fs() { # arm rep dev mnt phases...
 # CPU, kworkers included), else "stat": /proc/stat's ticks, which sample
 # one task per tick and so carry +-1 tick of noise per tick-length of run
 # time switching tasks. cpu.tsv is in nanoseconds or in USER_HZ ticks.
-cpu_source=stat
-if [ -z "${PROC_STAT:-}" ] && read -r _ v </proc/schedstat 2>/dev/null &&
-	case $v in 15 | 16 | 17) true ;; *) false ;; esac; then
-	cpu_source=schedstat
-fi
-echo "$cpu_source" >"$out/cpu-source"
 
 # The CPU time all CPUs spent so far into cpu_ticks, in cpu_source's unit.
 # No fork, so that the reading costs next to nothing inside the window.
@@ -475,12 +508,6 @@ cpu_schedstat() { # file
 # A job file of several jobs (no single prerun and postrun) falls back to
 # the window around the fio process; cpu-windows.tsv says which window
 # each phase got (arm, rep, phase, io|process, CPU time around the process).
-if [ "$cpu_source" = schedstat ]; then
-	cpu_mark='cat /proc/schedstat'
-else
-	cpu_mark='read l </proc/stat && echo "$l"'
-fi
-cpu_win_dir=/tmp/fio-cpu-window
 
 # the CPU time of a saved counters' file into cpu_ticks, empty if bad
 cpu_of_file() { # file
@@ -528,6 +555,8 @@ run_phases() { # arm rep mnt dir
 			printf '%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$win" \
 				"$([ -n "$c0" ] && [ -n "$c1" ] && echo $((c1 - c0)))" >>"$out/cpu-windows.tsv"
 		fi
+	wl_after_phase "$arm" "$rep" "$phase" "$mnt" "$dir" ||
+			{ echo "bench: FAIL: wl_after_phase $phase failed for $arm rep $rep"; exit 1; }
 	done
 }
 
@@ -678,29 +707,33 @@ profiled_run() { # arm
 	run_done
 }
 
-[ "$PREP" = once ] && save_init
-for rep in $(seq 1 "$REPS"); do
-	for arm in $ARMS; do
-		timed_run "$arm" "$rep"
+# bench_main: every timed repetition of every arm, interleaved, then the
+# profiled ones (after bench_init).
+bench_main() {
+	local rep arm n
+	if [ "$PREP" = once ]; then save_init; fi
+	for rep in $(seq 1 "$REPS"); do
+		for arm in $ARMS; do
+			timed_run "$arm" "$rep"
+		done
 	done
-done
-if [ "${PROFILE:-0}" = 1 ]; then
-	for arm in $ARMS; do
-		profiled_run "$arm"
-	done
-fi
-# An arm that is neither skipped nor measured in every rep means that this
-# script went wrong (e.g. a function aborted by an expansion error, which
-# does not stop the script): fail the run rather than report it half done.
-for arm in $ARMS; do
-	[ -n "${skipped[$arm]:-}" ] && continue
-	n=$(awk -F'\t' -v a="$arm" '$1 == a' "$out/order.tsv" 2>/dev/null | wc -l)
-	if [ "$n" != "$REPS" ]; then
-		echo "bench: FAIL: $arm was not skipped, but measured in $n of $REPS reps"
-		exit 1
+	if [ "${PROFILE:-0}" = 1 ]; then
+		for arm in $ARMS; do
+			profiled_run "$arm"
+		done
 	fi
-	printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
-done
-cur_arm=- cur_rep=-
-progress "done"
-exit 0
+	# An arm that is neither skipped nor measured in every rep means that this
+	# script went wrong (e.g. a function aborted by an expansion error, which
+	# does not stop the script): fail the run rather than report it half done.
+	for arm in $ARMS; do
+		[ -n "${skipped[$arm]:-}" ] && continue
+		n=$(awk -F'\t' -v a="$arm" '$1 == a' "$out/order.tsv" 2>/dev/null | wc -l)
+		if [ "$n" != "$REPS" ]; then
+			echo "bench: FAIL: $arm was not skipped, but measured in $n of $REPS reps"
+			exit 1
+		fi
+		printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
+	done
+	cur_arm=- cur_rep=-
+	progress "done"
+}
