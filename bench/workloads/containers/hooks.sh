@@ -1,5 +1,5 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, CT_*, RESULTS: set by guest-bench.sh, workload.conf and the VM
-# Hooks of the containers workload (sourced by bench/guest-bench.sh, see
+# shellcheck shell=bash disable=SC2154 # wl, ARM, CT_*, RESULTS: set by bench/guest/lib.sh, workload.conf and the VM
+# Hooks of the containers workload (sourced by bench/guest/lib.sh, see
 # there). Layout: generation G is the subvolume $MNT/genG, its tree in
 # $MNT/genG/d (encrypted arms: a v2 policy set on d with fscrypt_setup, the
 # key the driver added for $MNT/bench). gen0 is the base tree; genG is a
