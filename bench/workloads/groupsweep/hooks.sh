@@ -1,5 +1,5 @@
-# shellcheck shell=bash disable=SC2154 # wl, out, ARM, FILE_SIZE, GROUP_SIZES: set by guest-bench.sh
-# Hooks of the groupsweep workload (sourced by bench/guest-bench.sh, see
+# shellcheck shell=bash disable=SC2154 # wl, out, ARM, FILE_SIZE, GROUP_SIZES: set by bench/guest/lib.sh
+# Hooks of the groupsweep workload (sourced by bench/guest/lib.sh, see
 # there and workload.conf). Point N: the file bench/frag-gN, read by phase
 # seqread-gN; on per-extent keys written under fscrypt_extents_per_key=N.
 # Every arm writes the same files in the same order (per-inode keys do not
