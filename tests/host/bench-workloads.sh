@@ -42,7 +42,15 @@ for d in "$top"/bench/workloads/*/; do
 	[ -f "$d/workload.conf" ] || continue
 	phases=$(in_workload "$w" wl_phases)
 	if [ -n "$phases" ]; then ok "$w: phases: $phases"; else bad "$w: no phases"; fi
-	[ -f "$d/prep.fio" ] && ok "$w: prep.fio" || bad "$w: no prep.fio"
+	# the default wl_prep runs prep.fio; a workload that prepares in its
+	# own wl_prep (containers) needs none
+	if [ -f "$d/prep.fio" ]; then
+		ok "$w: prep.fio"
+	elif [ -f "$d/hooks.sh" ] && grep -q '^wl_prep()' "$d/hooks.sh"; then
+		ok "$w: prepares in its own wl_prep (no prep.fio)"
+	else
+		bad "$w: no prep.fio and no wl_prep in hooks.sh"
+	fi
 	for p in $phases $(in_workload "$w" wl_profile_phase); do
 		if [ -f "$d/$p.fio" ] || [ -f "$d/${p%%-*}.fio" ]; then :; else bad "$w: phase $p has no job file"; fi
 	done
