@@ -10,13 +10,13 @@
 #   KEY_MODE              the key mode the kernel must report (per-extent:
 #                         key groups, per-extent-key: one key per extent,
 #                         per-inode, none; see kernel_key_mode in
-#                         guest-bench.sh); the guest fails the run otherwise
+#                         bench/guest/lib.sh); the guest fails the run otherwise
 #   (a MOUNT_OPTS the kernel refuses skips the arm, with the mount's error)
 #   REQUIRES, UNSUPPORTED a file the kernel must have, and the skip reason if not
 #   TUNING                shell command after mounting (@DEV@: the device name)
 #   REFERENCE, COMPARISON the reference arm of this one and what A/B tells
 #   COMPARISON_ORDER      the order of the comparisons in the report (1: main)
-# Sourced by bench/guest-bench.sh (in the guest: /job/bench/arms.sh with
+# Sourced by bench/guest/run (in the guest: /job/bench/arms.sh with
 # /job/bench/arms/) and bench/run-bench.sh (arm names only). ARM_FEATURE_ROOT
 # prefixes the feature files (tests/host/bench-workloads.sh).
 arms_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/arms

@@ -94,7 +94,7 @@ PROFILE_KINDS = (("bpftrace.json", "bpftrace"), ("slab.txt", "slab"),
 
 
 def parse_counts(path):
-    """counts.tsv of the count passes (bench/guest-bench.sh trace_counts:
+    """counts.tsv of the count passes (bench/guest/lib.sh trace_counts:
     "phase<TAB>counter<TAB>value" lines) -> {phase: {counter: int}}, phases
     in file order. Lines of another shape are skipped."""
     out = {}
@@ -217,13 +217,13 @@ def slab_selection(slabs, limit=14):
     return sorted(names, key=rank)[:limit]
 
 
-# The slab caches of the key objects: per-extent infos (patch 0003's
-# KMEM_CACHE(fscrypt_extent_info); with key groups, patch 0022, 24 bytes
+# The slab caches of the key objects: per-extent infos (the per-extent
+# key patch's KMEM_CACHE(fscrypt_extent_info); with key groups, 24 bytes
 # per extent: its number and a reference to its key), the derived extent
-# keys (0022's KMEM_CACHE(fscrypt_extent_key): one per key group, or per
-# extent with one key per extent; absent before 0022) and per-inode fscrypt
-# infos. The bench boots with slab_nomerge, so each has its own line in
-# /proc/slabinfo.
+# keys (the key-group patch's KMEM_CACHE(fscrypt_extent_key): one per key
+# group, or per extent with one key per extent; absent on a kernel without
+# key groups) and per-inode fscrypt infos. The bench boots with
+# slab_nomerge, so each has its own line in /proc/slabinfo.
 MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_extent_key", "fscrypt_info")
 
 

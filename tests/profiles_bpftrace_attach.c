@@ -5,7 +5,7 @@
  * attached-probe count and the counts it reports are checked.
  *
  *   - profiles/fscrypt-tracepoints.bt on ext4 (per-inode keys);
- *   - profiles/bench.bt, the benchmark's profile (bench/guest-bench.sh), on
+ *   - profiles/bench.bt, the benchmark's profile (bench/guest/lib.sh), on
  *     btrfs with per-extent keys: NBLOCKS fsynced writes give NBLOCKS
  *     extents, all in one key group (one derived key), then a cold read
  *     of them. Without

@@ -1,5 +1,5 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by guest-bench.sh
-# Hooks of the scaling workload (sourced by bench/guest-bench.sh, see there).
+# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by bench/guest/lib.sh
+# Hooks of the scaling workload (sourced by bench/guest/lib.sh, see there).
 
 # The extent counts: SCALE_MIN multiplied by SCALE_STEP while the running
 # sum fits the budget (defaults: 1024, 4096, ..., 1048576).

@@ -1,5 +1,5 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by guest-bench.sh
-# Hooks of the shared workload (sourced by bench/guest-bench.sh, see there).
+# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by bench/guest/lib.sh
+# Hooks of the shared workload (sourced by bench/guest/lib.sh, see there).
 # Sides: "orig" (bench/orig), "reflink" (bench/reflink, cp --reflink=always
 # of orig) and "snapshot" (snap/bench/orig in a read-only snapshot of the
 # top-level subvolume taken after both exist).
