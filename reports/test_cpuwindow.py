@@ -29,7 +29,10 @@ def write(path, text):
         f.write(text)
 
 
-class Window(unittest.TestCase):
+class GuestDir(unittest.TestCase):
+    """A made-up guest output (fake_guest) and a run directory to collect
+    it into, removed after each test."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = self.tmp.name
@@ -40,6 +43,8 @@ class Window(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+
+class Window(GuestDir):
     def collect(self, windows=None):
         if windows is not None:
             write(os.path.join(self.bench, M.CPU_WINDOWS), windows)
@@ -142,19 +147,9 @@ class HistoryKeepsWindowsApart(unittest.TestCase):
             self.assertIn("window around the whole fio process", page)
 
 
-class CpuSource(unittest.TestCase):
+class CpuSource(GuestDir):
     """A guest with /proc/schedstat records nanoseconds (cpu-source
     "schedstat"); a run without cpu-source counted /proc/stat ticks."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.root = self.tmp.name
-        self.vm, self.job = fake_guest(self.root)
-        self.bench = os.path.join(self.vm, "results", "bench")
-        self.run_dir = os.path.join(self.root, "run")
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def test_schedstat_nanoseconds(self):
         write(os.path.join(self.bench, "cpu-source"), "schedstat\n")
