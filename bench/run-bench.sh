@@ -123,6 +123,9 @@ nr_arms=$(echo $ARMS | wc -w)
 # then holds one arm disk per arm.
 # shellcheck source=/dev/null
 ARM_DISK_GIB=$(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null && echo "${DISK_GIB:-2}")
+case $ARM_DISK_GIB in
+'' | *[!0-9]* | 0) die "workload $workload: DISK_GIB='$ARM_DISK_GIB' in its workload.conf is not a size in GiB (a whole number >= 1)" ;;
+esac
 SAVE_DISK_GIB=$(( nr_arms * ARM_DISK_GIB > 12 ? nr_arms * ARM_DISK_GIB : 12 ))
 # a bigger disk's saved image may be about as big: count that much memory
 [ "$ARM_DISK_GIB" -gt 2 ] && [ $(( ARM_DISK_GIB * 1024 )) -gt "$SCRATCH_SAVE_MIB" ] &&
