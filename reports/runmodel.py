@@ -651,6 +651,18 @@ def values_by_rep(run, arm, phase, metric):
             if d.get(metric) is not None}
 
 
+def timed_extent_counts(run):
+    """{(arm, label): [FIEMAP extent counts]} of the timed reps' checks
+    (meta extent_checks without the preparation's and the profiled rep's)."""
+    out = {}
+    for c in run["meta"].get("extent_checks") or []:
+        if isinstance(c, dict) and c.get("rep") not in ("profiled",
+                                                         "prepare"):
+            out.setdefault((c.get("arm"), c.get("label")),
+                           []).append(c.get("extents"))
+    return out
+
+
 def bw_by_rep(run, arm, phase):
     """{rep: bw_bytes} of one arm and phase (empty if not measured)."""
     return values_by_rep(run, arm, phase, "bw_bytes")

@@ -14,7 +14,7 @@ from reports import labstats as L
 from reports.fmt import fmt_ci_of, fmt_mib, fmt_ratio, isnum
 from reports.plots import _plt, _save, add_skipped_legend
 from reports.render import _ratio_cells
-from reports.runmodel import bw_by_rep
+from reports.runmodel import bw_by_rep, timed_extent_counts
 
 KIND = "groupsweep"
 PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
@@ -71,12 +71,7 @@ def load_groupsweep(run, comps, counts):
               if m]
     if not phases:
         return None
-    extents = {}
-    for c in run["meta"].get("extent_checks") or []:
-        if isinstance(c, dict) and c.get("rep") not in ("profiled",
-                                                         "prepare"):
-            extents.setdefault((c.get("arm"), c.get("label")),
-                               []).append(c.get("extents"))
+    extents = timed_extent_counts(run)
     by = {(c["a"], c["b"], c["phase"]): c for c in comps}
     sweeps = []
     for a, b, label in run["comparisons"]:

@@ -21,7 +21,8 @@ from reports import labstats as L
 from reports.fmt import fmt_mib, isnum
 from reports.plots import _plt, _save, add_skipped_legend
 from reports.profiles import parse_slabinfo
-from reports.runmodel import RunError, arm_order, read_json_file
+from reports.runmodel import (RunError, arm_order, read_json_file,
+                              timed_extent_counts)
 
 KIND = "scaling"
 BLOCK = 4096
@@ -141,12 +142,7 @@ def load_scaling(run):
     phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
               if m]
     if phases:
-        counts = {}
-        for c in run["meta"].get("extent_checks") or []:
-            if isinstance(c, dict) and c.get("rep") not in ("profiled",
-                                                             "prepare"):
-                counts.setdefault((c.get("arm"), c.get("label")),
-                                  []).append(c.get("extents"))
+        counts = timed_extent_counts(run)
         reads = {}
         for phase, kind, n in phases:
             for arm in run["measured"]:
