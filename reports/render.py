@@ -112,6 +112,9 @@ def section_run(doc, run):
         ("workload", meta.get("workload")),
         ("what it does", meta.get("description")),
         ("analysis", run["analysis"]),
+        ("workload parameters", ", ".join(
+            f"{k}={v}" for k, v in (meta.get("workload_params") or {}).items())
+         or None),
         ("run format", run["format"]),
         ("arm definitions", run["spec"].get("arms_source")),
         ("date", meta.get("date")),

@@ -947,6 +947,9 @@ def collect(vm, job, run):
                                           "GROUP_SIZES")
                       if k in env},
         "min_extents": int(_guest_text(bench, "min-extents")),
+        # The workload's own parameters as the guest resolved them (PARAMS
+        # in its workload.conf); {} for runs from before they were kept.
+        "workload_params": _read_kv(os.path.join(bench, "params")),
         # A deliberate slowdown (fscrypto.extent_lookup_delay_us), used to
         # show that bench-check catches regressions; 0 in real runs.
         "injected_lookup_delay_us": int(env.get("INJECT_LOOKUP_DELAY_US",

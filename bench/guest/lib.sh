@@ -34,7 +34,8 @@
 #
 # A workload is bench/workloads/<name>/: workload.conf (shell variables:
 # description, FILE, FILE_SIZE, MIN_EXTENTS, MAX_EXTENTS, PHASES,
-# PROFILE_PHASE, COUNT_PHASES, EST_ARM_RUN_S, EST_PREP_S), fio job files (prep.fio and
+# PROFILE_PHASE, COUNT_PHASES, EST_ARM_RUN_S, EST_PREP_S, PARAMS: the names
+# of the workload's own variables that the run records), fio job files (prep.fio and
 # one per phase, or per read kind: phase "seqread-orig" uses
 # seqread-orig.fio if it exists, else seqread.fio), and optionally hooks.sh,
 # which may redefine the wl_* functions below.
@@ -63,6 +64,14 @@ bench_load_workload() { # dir
 	# shellcheck disable=SC1091
 	if [ -f "$wl/hooks.sh" ]; then . "$wl/hooks.sh"; fi
 	return 0
+}
+
+# bench_params: the workload's parameters as resolved (PARAMS in its
+# workload.conf names its variables), NAME=VALUE lines; the run records
+# them (reports/runmodel.py: workload_params).
+bench_params() {
+	local p
+	for p in ${PARAMS:-}; do echo "$p=${!p:-}"; done
 }
 
 # ---- workload hooks (defaults; hooks.sh may redefine any of them) ---------
@@ -136,6 +145,7 @@ bench_init() {
 	getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
 	fio --version >"$out/fio-version"
 	echo "$MIN_EXTENTS" >"$out/min-extents"
+	bench_params >"$out/params"
 	phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
 	profile_phase=$(wl_profile_phase)
 	count_phases=$(wl_count_phases)

@@ -64,16 +64,19 @@ for d in "$top"/bench/workloads/*/; do
 done
 
 echo "== scaling"
-same "scaling: default points" "$(in_workload scaling scale_points | paste -sd' ' -)" "1024 4096 16384 65536 262144 1048576"
-same "scaling: SCALE_BUDGET=21504" "$(SCALE_BUDGET=21504 in_workload scaling scale_points | paste -sd' ' -)" "1024 4096 16384"
-same "scaling: SCALE_STEP=2 SCALE_BUDGET=3072" "$(SCALE_STEP=2 SCALE_BUDGET=3072 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048"
-same "scaling: budget below one point gives no phases" "$(SCALE_BUDGET=1000 in_workload scaling wl_phases 2>/dev/null)" ""
-same "scaling: phases" "$(SCALE_BUDGET=5120 in_workload scaling wl_phases | xargs)" \
-	"seqread-e1024 seqread-e4096 randread-e1024 randread-e4096"
+same "scaling: default points" "$(in_workload scaling scale_points | paste -sd' ' -)" "4096 16384 65536 262144 1048576"
+same "scaling: the smallest file is SCALE_STEP times the read" "$(SCALE_STEP=2 SCALE_MIN=512 in_workload scaling scale_points | head -n 1)" "1024"
+same "scaling: SCALE_BUDGET=86016" "$(SCALE_BUDGET=86016 in_workload scaling scale_points | paste -sd' ' -)" "4096 16384 65536"
+same "scaling: SCALE_FROM=1024 SCALE_STEP=2 SCALE_BUDGET=3072" "$(SCALE_FROM=1024 SCALE_STEP=2 SCALE_BUDGET=3072 in_workload scaling scale_points | paste -sd' ' -)" "1024 2048"
+same "scaling: budget below one point gives no phases" "$(SCALE_BUDGET=4000 in_workload scaling wl_phases 2>/dev/null)" ""
+same "scaling: phases" "$(SCALE_BUDGET=20480 in_workload scaling wl_phases | xargs)" \
+	"seqread-e4096 seqread-e16384 randread-e4096 randread-e16384"
 same "scaling: profile phase is the largest file's sequential read" "$(in_workload scaling wl_profile_phase)" "seqread-e1048576"
 same "scaling: profiled prep checks only that file" "$(in_workload scaling wl_checks /m seqread-e1048576)" "e1048576 /m/bench/frag-e1048576 1048576 - 0"
 same "scaling: target" "$(in_workload scaling wl_target /m randread-e4096)" "/m/bench/frag-e4096"
 same "scaling: every point reads SCALE_MIN blocks" "$(in_workload scaling sh -c 'echo $READ_SIZE')" "4096k"
+same "scaling: its parameters are recorded" "$(in_workload scaling bench_params | xargs)" \
+	"SCALE_MIN=1024 SCALE_FROM=4096 SCALE_STEP=4 SCALE_BUDGET=1396736 READ_SIZE=4096k"
 
 echo "== shared"
 same "shared: targets" "$(for p in seqread-orig randread-reflink seqread-snapshot; do in_workload shared wl_target /m $p; done | xargs)" \

@@ -1,10 +1,10 @@
 # shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by bench/guest/lib.sh
 # Hooks of the scaling workload (sourced by bench/guest/lib.sh, see there).
 
-# The extent counts: SCALE_MIN multiplied by SCALE_STEP while the running
-# sum fits the budget (defaults: 1024, 4096, ..., 1048576).
+# The extent counts: SCALE_FROM multiplied by SCALE_STEP while the running
+# sum fits the budget (defaults: 4096, 16384, ..., 1048576).
 scale_points() {
-	local n=$SCALE_MIN sum=0
+	local n=$SCALE_FROM sum=0
 	while [ $((sum + n)) -le "$SCALE_BUDGET" ]; do
 		echo "$n"
 		sum=$((sum + n))
@@ -15,7 +15,7 @@ scale_points() {
 wl_phases() {
 	local n pts
 	pts=$(scale_points)
-	[ -n "$pts" ] || { echo "bench: SCALE_BUDGET=$SCALE_BUDGET is below SCALE_MIN=$SCALE_MIN" >&2; return 1; }
+	[ -n "$pts" ] || { echo "bench: SCALE_BUDGET=$SCALE_BUDGET is below SCALE_FROM=$SCALE_FROM" >&2; return 1; }
 	for n in $pts; do echo -n "seqread-e$n "; done
 	for n in $pts; do echo -n "randread-e$n "; done
 	echo
