@@ -7,6 +7,14 @@ TOP := $(CURDIR)
 BUILD := $(TOP)/build
 FLAVOR ?= debug
 WORKLOAD ?=
+# The linux-source the series applies to: 6.1 (patches/series) until the
+# move to 6.12 (patches/6.12/, issue #23) is done; a 6.12 build's files
+# carry "-6.12" (build/linux-6.12, build/bzImage-6.12-debug).
+BASE ?= 6.1
+export BASE
+TAG := $(if $(filter 6.1,$(BASE)),,-$(BASE))
+KERNEL_TREE := $(BUILD)/linux$(TAG)
+SERIES_PATCHES = $(if $(TAG),$(wildcard patches/$(BASE)/*/*.patch),$(wildcard patches/*.patch))
 export ACCEL
 # The history store of make bench / bench-history (reports/history.py).
 ifdef HISTORY_DIR
@@ -17,7 +25,7 @@ endif
 # venv python3 earlier in PATH would not see them).
 export PATH := /usr/bin:$(PATH)
 
-APT_KERNEL := linux-source-6.1 bc flex bison libelf-dev libssl-dev dwarves \
+APT_KERNEL := linux-source-$(BASE) bc flex bison libelf-dev libssl-dev dwarves \
 	cpio ccache gcc make git xz-utils python3-ply python3-git
 APT_IMAGE := debootstrap e2fsprogs
 APT_VM := qemu-system-x86 qemu-utils
@@ -60,6 +68,7 @@ help:
 	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
 	@echo "make check-series            build every prefix of the series"
 	@echo "make export-series           regenerate patches/ from build/linux's history"
+	@echo "Kernel targets take BASE=6.1|6.12 (default 6.1; 6.12: patches/6.12/, build/linux-6.12, build/bzImage-6.12-FLAVOR)"
 	@echo "make checkpatch              scripts/checkpatch.pl --strict on patches/"
 	@echo "make clean | distclean       remove build outputs | also the kernel tree and image"
 	@echo "Variables: ACCEL=auto|kvm|tcg|icount  TIMEOUT=seconds  ONLY=test1,test2"
@@ -104,7 +113,7 @@ test:
 	@$(MAKE) -s kernel FLAVOR=debug
 	@$(MAKE) -s image tests-bin
 	$(call need,$(APT_VM) $(APT_BENCH) $(APT_HOST_TESTS))
-	@tests/run-tests.sh
+	@KERNEL=$(BUILD)/bzImage$(TAG)-debug tests/run-tests.sh
 
 # Issue #14's reliability figures on the debug kernel (tests/run-reliability.sh):
 # fuzzed images, power cuts, key removal under load, concurrent stress; one
@@ -125,7 +134,7 @@ reliability:
 shell:
 	@$(MAKE) -s kernel image tests-bin
 	$(call need,$(APT_VM))
-	@vm-images/run-vm.sh --kernel $(BUILD)/bzImage-$(FLAVOR) --job $(BUILD)/tests \
+	@vm-images/run-vm.sh --kernel $(BUILD)/bzImage$(TAG)-$(FLAVOR) --job $(BUILD)/tests \
 		--out $(BUILD)/runs/shell --scratch 4G --scratch 4G --shell
 
 bench:
@@ -169,8 +178,9 @@ export-series:
 checkpatch:
 	$(call need,$(APT_KERNEL))
 	@patches/kernel.sh tree
-	@rc=0; for p in patches/*.patch; do \
-		out=$$(cd $(BUILD)/linux && scripts/checkpatch.pl --strict --quiet --ignore FILE_PATH_CHANGES - <$(TOP)/$$p); \
+	@rc=0; for p in $(SERIES_PATCHES); do \
+		case $$p in */0000-cover-letter.patch) continue;; esac; \
+		out=$$(cd $(KERNEL_TREE) && scripts/checkpatch.pl --strict --quiet --ignore FILE_PATH_CHANGES - <$(TOP)/$$p); \
 		echo "$$p: $${out:-clean}" | tail -n 1; [ -z "$$out" ] || { echo "$$out"; rc=1; }; \
 	done; exit $$rc
 

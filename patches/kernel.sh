@@ -1,23 +1,47 @@
 #!/bin/bash
 # Kernel tree, series, config and build for the lab.
 #
-#   patches/kernel.sh tree              extract linux-source-6.1, apply patches/series
+#   patches/kernel.sh tree              extract linux-source-$BASE, apply its series
 #   patches/kernel.sh build FLAVOR      config + build bzImage for FLAVOR (debug|perf)
 #   patches/kernel.sh export            regenerate patches/ from the tree's history
 #   patches/kernel.sh check-series [FLAVOR]  build every prefix of the series
 #
+# BASE is the Debian linux-source the series applies to: 6.1 (patches/series,
+# the default until the move) or 6.12 (patches/6.12/series, issue #23). While
+# both exist, everything a 6.12 build makes carries "-6.12" in its name.
+#
 # Layout of the ignored build directory (BUILD, default build/):
-#   $BUILD/linux          git repo; first commit = pristine linux-source (tag "pristine")
-#   $BUILD/obj-$FLAVOR    out-of-tree objects, one per flavor (incremental)
-#   $BUILD/linux/.lab-series-applied   hash of the series the tree was made from,
+#   $BUILD/linux[-6.12]   git repo; first commit = pristine linux-source (tag "pristine")
+#   $BUILD/obj[-6.12]-$FLAVOR   out-of-tree objects, one per flavor (incremental)
+#   $BUILD/bzImage[-6.12]-$FLAVOR, .info   the kernel and its provenance
+#   .git/lab-series-applied   hash of the series the tree was made from,
 #                         and the commit it produced; used to notice local work.
+#
+# A series file lists patch files, or (patches/6.12/series) directories that
+# each hold a series of their own, applied in the listed order: the feature
+# series, prerequisites, generic fixes, the lab's test-only knobs. In the
+# tree, each such series ends with an empty commit "lab: end of series DIR",
+# which export uses to split the history back into the directories; the end
+# commit of a series whose directory has a cover letter
+# (0000-cover-letter.patch) carries the letter's text.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(realpath -m "${BUILD:-$top/build}")
-SRC=$BUILD/linux
-TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-PATCHES=$(realpath -m "${PATCHES:-$top/patches}")	# series, *.patch, config/
+BASE=${BASE:-6.1}
+case $BASE in
+6.1) TAG="" ;;
+6.12) TAG="-6.12" ;;
+*) echo "kernel.sh: error: unknown BASE '$BASE' (6.1 or 6.12)" >&2; exit 2 ;;
+esac
+SRC=$BUILD/linux$TAG
+TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-$BASE.tar.xz}
+if [ "$BASE" = 6.1 ]; then
+	PATCHES=$(realpath -m "${PATCHES:-$top/patches}")	# series, *.patch
+else
+	PATCHES=$(realpath -m "${PATCHES:-$top/patches/$BASE}")	# series of series
+fi
+CONFIGS=$(realpath -m "${CONFIGS:-$top/patches/config}")	# fragments, every BASE
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/fscrypt-lab/ccache}
 # Paths under the build directory are hashed relative to it, and the
 # compile directory is left out of the hash, so that a fresh clone (another
@@ -29,24 +53,47 @@ JOBS=${JOBS:-$(nproc)}
 die() { echo "kernel.sh: error: $*" >&2; exit 1; }
 log() { echo "[kernel $(date +%H:%M:%S)] $*"; }
 
+# The entries of DIR/series (default $PATCHES): patch files or directories.
+series_entries() {
+	grep -v '^[[:space:]]*\(#\|$\)' "${1:-$PATCHES}/series" 2>/dev/null || true
+}
+
+# Whether $PATCHES/series lists series directories rather than patches.
+nested() {
+	local first
+	first=$(series_entries | head -n 1)
+	[ -n "$first" ] && [ -d "$PATCHES/$first" ]
+}
+
+# Every patch file to apply, relative to $PATCHES, in order.
 series_files() {
-	grep -v '^[[:space:]]*\(#\|$\)' "$PATCHES/series" 2>/dev/null || true
+	local d
+	if nested; then
+		for d in $(series_entries); do
+			series_entries "$PATCHES/$d" | sed "s|^|$d/|"
+		done
+	else
+		series_entries
+	fi
 }
 
 # Hash of everything that determines the patched tree.
 series_hash() {
+	local d
 	# shellcheck disable=SC2046 # one patch file name per word (no spaces)
-	(cd "$PATCHES" && cat series $(series_files)) 2>/dev/null | sha256sum | cut -c1-16
+	(cd "$PATCHES" && cat series $(nested && for d in $(series_entries); do
+		echo "$d/series"; [ ! -f "$d/0000-cover-letter.patch" ] || echo "$d/0000-cover-letter.patch"
+	done) $(series_files)) 2>/dev/null | sha256sum | cut -c1-16
 }
 
 source_version() {
-	dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || echo unknown
+	dpkg-query -W -f='${Version}' "linux-source-$BASE" 2>/dev/null || echo unknown
 }
 
 git_src() { git -C "$SRC" -c user.name=lab -c user.email=lab@localhost "$@"; }
 
 extract_pristine() {
-	[ -f "$TARBALL" ] || die "$TARBALL not found; install it with: apt-get install linux-source-6.1"
+	[ -f "$TARBALL" ] || die "$TARBALL not found; install it with: apt-get install linux-source-$BASE"
 	log "extracting $TARBALL (linux-source $(source_version)) into $SRC"
 	rm -rf "$SRC.tmp"
 	mkdir -p "$SRC.tmp"
@@ -57,38 +104,74 @@ extract_pristine() {
 	log "committing the pristine tree (first commit, tag 'pristine')"
 	git -C "$SRC.tmp" add -A -f . >/dev/null
 	git -C "$SRC.tmp" -c user.name=lab -c user.email=lab@localhost \
-		commit -q -m "linux-source-6.1 $(source_version) (pristine)"
+		commit -q -m "linux-source-$BASE $(source_version) (pristine)"
 	git -C "$SRC.tmp" tag pristine
 	mv "$SRC.tmp" "$SRC"
+}
+
+# The end commit of series DIR: empty, subject "lab: end of series DIR",
+# with the text of DIR's cover letter (subject and blurb) when it has one.
+end_marker() { # dir
+	local d=$1 letter=$PATCHES/$1/0000-cover-letter.patch
+	{
+		echo "lab: end of series $d"
+		if [ -f "$letter" ]; then
+			echo
+			# the letter's subject (without "[PATCH 0/N] "), then its body
+			# up to the shortlog (the first "Name (N):" line)
+			sed -n '/^Subject: /{s/^Subject: \(\[[^]]*\] \)\{0,1\}/Cover-Subject: /;p;q}' "$letter"
+			echo
+			awk 'body && /^[^ ].* \([0-9]+\):$/ { exit } body { print } /^$/ && !body { body = 1 }' "$letter"
+		fi
+	} | if [ -f "$letter" ]; then
+		# the letter's date, so that export gives the same letter back
+		GIT_AUTHOR_DATE=$(sed -n 's/^Date: //p;/^$/q' "$letter") git_src commit -q --allow-empty -F -
+	else
+		git_src commit -q --allow-empty -F -
+	fi
+}
+
+apply_patch() { # n total patch
+	local n=$1 total=$2 p=$3
+	[ -f "$PATCHES/$p" ] || die "$PATCHES/series names $p, but $PATCHES/$p does not exist"
+	log "applying [$n/$total] $p"
+	git_src am -q --keep-cr "$PATCHES/$p" >"$BUILD/git-am$TAG.log" 2>&1 && return 0
+	git_src am --abort >/dev/null 2>&1 || true
+	cat "$BUILD/git-am$TAG.log" >&2
+	cat >&2 <<EOT
+
+kernel.sh: error: patch $n/$total does not apply: $PATCHES/$p
+  linux-source-$BASE found: $(source_version) ($TARBALL)
+  What to do: the series was made for a different linux-source. Rebase it:
+    cd $SRC && git checkout -B lab pristine
+    git am -3 <each patch of the series>   # resolve each conflict, git am --continue
+    cd $top && make export-series BASE=$BASE   # rewrites the series from the tree
+  (patches/README.md, "Moving the series to another linux-source", has the details.)
+EOT
+	exit 1
 }
 
 apply_series() {
 	git_src checkout -q -f -B lab pristine
 	git_src clean -q -fdx
-	local p n=0 total
+	local p d n=0 total
 	total=$(series_files | wc -l)
-	for p in $(series_files); do
-		n=$((n + 1))
-		[ -f "$PATCHES/$p" ] || die "$PATCHES/series names $p, but $PATCHES/$p does not exist"
-		log "applying [$n/$total] $p"
-		if ! git_src am -q --keep-cr "$PATCHES/$p" >"$BUILD/git-am.log" 2>&1; then
-			git_src am --abort >/dev/null 2>&1 || true
-			cat "$BUILD/git-am.log" >&2
-			cat >&2 <<EOF
-
-kernel.sh: error: patch $n/$total does not apply: $PATCHES/$p
-  linux-source-6.1 found: $(source_version) ($TARBALL)
-  What to do: the series was made for a different linux-source. Rebase it:
-    cd $SRC && git checkout -B lab pristine
-    git am -3 $PATCHES/*.patch      # resolve each conflict, git am --continue
-    cd $top && make export-series       # rewrites patches/ from the tree
-  (patches/README.md, "Moving the series to another linux-source", has the details.)
-EOF
-			exit 1
-		fi
-	done
+	if nested; then
+		for d in $(series_entries); do
+			for p in $(series_entries "$PATCHES/$d"); do
+				n=$((n + 1))
+				apply_patch "$n" "$total" "$d/$p"
+			done
+			end_marker "$d"
+		done
+	else
+		for p in $(series_files); do
+			n=$((n + 1))
+			apply_patch "$n" "$total" "$p"
+		done
+	fi
 	printf '%s %s\n' "$(series_hash)" "$(git_src rev-parse HEAD)" >"$SRC/.git/lab-series-applied"
-	log "tree at $(git_src rev-parse --short HEAD): $total patch(es) on linux-source $(source_version)"
+	log "tree at $(git_src rev-parse --short HEAD): $total patch(es) on linux-source-$BASE $(source_version)"
 }
 
 # Make $SRC match patches/series, unless it holds local work that would be lost.
@@ -123,8 +206,8 @@ EOF
 
 # The fragments a flavor is made of, in merge order.
 fragments() {
-	echo "$PATCHES/config/base.config"
-	echo "$PATCHES/config/$1.config"
+	echo "$CONFIGS/base.config"
+	echo "$CONFIGS/$1.config"
 }
 
 # Every CONFIG_X=y / "# CONFIG_X is not set" line of the fragments must hold.
@@ -147,7 +230,7 @@ assert_config() {
 	if [ ${#missing[@]} -gt 0 ]; then
 		echo "kernel.sh: error: config for FLAVOR=$flavor lacks options its fragments ask for:" >&2
 		printf '  %s\n' "${missing[@]}" >&2
-		echo "  Usually a missing dependency: find it with 'make menuconfig O=$BUILD/obj-$flavor' (search with /)." >&2
+		echo "  Usually a missing dependency: find it with 'make menuconfig O=$BUILD/obj$TAG-$flavor' (search with /)." >&2
 		exit 1
 	fi
 }
@@ -158,7 +241,7 @@ config_hash() {
 }
 
 cmd_config() {
-	local flavor=$1 obj=$BUILD/obj-$1
+	local flavor=$1 obj=$BUILD/obj$TAG-$1
 	mkdir -p "$obj"
 	if [ -f "$obj/.config" ] && [ "$(cat "$obj/.lab-config-hash" 2>/dev/null)" = "$(config_hash "$flavor")" ]; then
 		return 0
@@ -176,7 +259,7 @@ cmd_config() {
 cmd_build() {
 	local flavor=${1:-debug} obj start
 	case "$flavor" in debug|perf) ;; *) die "unknown FLAVOR '$flavor' (use debug or perf)" ;; esac
-	obj=$BUILD/obj-$flavor
+	obj=$BUILD/obj$TAG-$flavor
 	cmd_tree
 	cmd_config "$flavor"
 	mkdir -p "$CCACHE_DIR"
@@ -199,9 +282,9 @@ cmd_build() {
 	kill $ticker 2>/dev/null
 	trap - EXIT
 	# Replace it atomically: a VM booting the old one may be reading it.
-	cmp -s "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage-$flavor" || {
-		cp "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage-$flavor.new" &&
-		mv -f "$BUILD/bzImage-$flavor.new" "$BUILD/bzImage-$flavor"
+	cmp -s "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage$TAG-$flavor" || {
+		cp "$obj/arch/x86/boot/bzImage" "$BUILD/bzImage$TAG-$flavor.new" &&
+		mv -f "$BUILD/bzImage$TAG-$flavor.new" "$BUILD/bzImage$TAG-$flavor"
 	}
 	# Provenance for reports: kernel release, series hash, config hash.
 	{
@@ -211,14 +294,82 @@ cmd_build() {
 		echo "series_hash=$(series_hash)"
 		echo "tree_head=$(git_src rev-parse HEAD)"
 		echo "config_sha256=$(sha256sum "$obj/.config" | cut -c1-16)"
-	} >"$BUILD/bzImage-$flavor.info"
-	log "built $BUILD/bzImage-$flavor in $(( $(date +%s) - start ))s"
+	} >"$BUILD/bzImage$TAG-$flavor.info"
+	log "built $BUILD/bzImage$TAG-$flavor in $(( $(date +%s) - start ))s"
+}
+
+# The identity exported patches carry (From:): the lab repository's git
+# user.name and user.email, i.e. the developer's (README.md names the
+# repository's own as a placeholder).
+export_identity() {
+	local name email
+	name=$(git -C "$top" config user.name || true)
+	email=$(git -C "$top" config user.email || true)
+	if [ -z "$name" ] || [ -z "$email" ]; then
+		die "no git user.name/user.email for $top: set yours (git config user.name ...), exported patches carry it"
+	fi
+	echo "$name <$email>"
+}
+
+# Patches of FROM..TO into $PATCHES/DIR, with DIR/series; a cover letter
+# from the end commit MARKER when it carries one (Cover-Subject:).
+export_range() { # from to dir marker identity
+	local from=$1 to=$2 dir=$3 marker=$4 who=$5 out=$PATCHES/$3 cover=() subj f
+	mkdir -p "$out"
+	rm -f "$out"/*.patch
+	subj=$(git_src log -1 --format=%B "$marker" | sed -n 's/^Cover-Subject: //p' | head -n 1)
+	[ -z "$subj" ] || cover=(--cover-letter)
+	if [ "$(git_src rev-list --count "$from..$to")" -gt 0 ]; then
+		git_src format-patch -q --no-signature --zero-commit "${cover[@]}" -o "$out" "$from..$to"
+	fi
+	if [ -n "$subj" ]; then
+		# the blurb: the end commit's message after its Cover-Subject line
+		git_src log -1 --format=%B "$marker" |
+			awk 'go && /^$/ { blank++; next } go { while (blank) { print ""; blank-- } print }
+			     /^Cover-Subject: / { go = 1; getline }' >"$BUILD/cover-blurb$TAG"
+		awk -v subj="$subj" -v blurb="$BUILD/cover-blurb$TAG" -v date="$(git_src log -1 --format=%aD "$marker")" '
+			/^Date: / && !done_date { print "Date: " date; done_date = 1; next }
+			/\*\*\* SUBJECT HERE \*\*\*/ { sub(/\*\*\* SUBJECT HERE \*\*\*/, subj) }
+			/^\*\*\* BLURB HERE \*\*\*$/ { while ((getline l < blurb) > 0) print l; next }
+			{ print }' "$out/0000-cover-letter.patch" >"$out/0000-cover-letter.patch.new"
+		mv "$out/0000-cover-letter.patch.new" "$out/0000-cover-letter.patch"
+	fi
+	# the author of every patch: the developer (the tree's commits keep
+	# whatever identity made them)
+	sed -i "0,/^From: /s|^From: .*|From: $who|" "$out"/*.patch 2>/dev/null || true
+	{ echo "# The series '$dir', applied in order by patches/kernel.sh with git am (patches/README.md)."
+	  echo "# Generated by 'make export-series' from the tree's history; do not edit by hand."
+	  for f in "$out"/[0-9]*.patch; do
+		case $f in */0000-cover-letter.patch | *"/[0-9]*.patch") ;; *) basename "$f" ;; esac
+	  done; } >"$out/series"
+}
+
+cmd_export_nested() {
+	local c subj start=pristine dirs=() n who
+	who=$(export_identity)
+	for c in $(git_src rev-list --reverse pristine..HEAD); do
+		subj=$(git_src log -1 --format=%s "$c")
+		case $subj in
+		"lab: end of series "*)
+			dirs+=("${subj#lab: end of series }")
+			export_range "$start" "$c^" "${dirs[-1]}" "$c" "$who"
+			start=$c ;;
+		esac
+	done
+	n=$(git_src rev-list --count "$start..HEAD")
+	[ "$n" = 0 ] || die "$n commit(s) after the last 'lab: end of series' commit: move them into a series (git rebase -i pristine)"
+	{ echo "# The series applied on linux-source-$BASE, in order: each line a directory with its own series file."
+	  echo "# Generated by 'make export-series BASE=$BASE'; the end of each series is an empty commit in the tree."
+	  printf '%s\n' "${dirs[@]}"; } >"$PATCHES/series"
+	printf '%s %s\n' "$(series_hash)" "$(git_src rev-parse HEAD)" >"$SRC/.git/lab-series-applied"
+	log "exported $(series_files | wc -l) patch(es) in ${#dirs[@]} series to $PATCHES"
 }
 
 cmd_export() {
 	[ -d "$SRC/.git" ] || die "no kernel tree at $SRC; run 'make kernel' first"
 	[ -z "$(git_src status --porcelain --untracked-files=no)" ] ||
 		die "$SRC has uncommitted changes; commit them in the tree first"
+	if nested || [ "$BASE" != 6.1 ]; then cmd_export_nested; return; fi
 	local n
 	n=$(git_src rev-list --count pristine..HEAD)
 	rm -f "$PATCHES"/*.patch
@@ -233,14 +384,14 @@ cmd_export() {
 # Build every prefix of the series, one commit at a time, in a separate
 # worktree so the working tree and its objects are untouched.
 cmd_check_series() {
-	local flavor=${1:-perf} wt=$BUILD/check-series obj=$BUILD/obj-check-series c n=0 total
+	local flavor=${1:-perf} wt=$BUILD/check-series$TAG obj=$BUILD/obj$TAG-check-series c n=0 total
 	cmd_tree
 	cmd_config "$flavor"
 	git_src worktree remove -f "$wt" >/dev/null 2>&1 || rm -rf "$wt"
 	git_src worktree prune
 	git_src worktree add -q --detach "$wt" pristine
 	mkdir -p "$obj"
-	cp "$BUILD/obj-$flavor/.config" "$obj/.config"
+	cp "$BUILD/obj$TAG-$flavor/.config" "$obj/.config"
 	total=$(git_src rev-list --count pristine..HEAD)
 	for c in $(git_src rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))

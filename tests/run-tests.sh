@@ -36,7 +36,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$top/build
-kernel=$build/bzImage-debug
+kernel=${KERNEL:-$build/bzImage-debug}
 stamp=$(date +%Y%m%d-%H%M%S)
 start_epoch=$(date +%s)
 runs=${RUNS:-$build/runs}

@@ -6,7 +6,12 @@
 #     linux-source version and what to do;
 #   - a series that names a missing file says so;
 #   - the config assertion names every fragment option that is not set,
-#     and passes a config that has them all.
+#     and passes a config that has them all;
+#   - a series of series (BASE=6.12: patches/6.12/series lists directories)
+#     applies each directory's patches in order, ends each with an empty
+#     "lab: end of series DIR" commit that carries the cover letter, and
+#     export splits the history back into the same directories, patches
+#     and cover letter, with the developer's identity as author.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 ks=$top/patches/kernel.sh
@@ -27,7 +32,7 @@ g add -A && g commit -q -m base
 echo 'line three' >>"$tmp/src/linux-source-6.1/README"
 g commit -q -am "good: add a line"
 mkdir -p "$tmp/p"
-g format-patch -q -o "$tmp/p" HEAD~1
+g format-patch -q --no-signature -o "$tmp/p" HEAD~1
 sed 's/^ line two$/ line TWO (not in the tree)/' "$tmp/p"/0001-*.patch >"$tmp/p/0002-bad.patch"
 sed -i 's/^Subject: .*/Subject: [PATCH] bad: context does not match/' "$tmp/p/0002-bad.patch"
 cp -r "$top/patches/config" "$tmp/p/config"
@@ -61,6 +66,55 @@ if [ $rc != 0 ] && grep -q 'names 0003-missing.patch, but .* does not exist' "$t
 	ok "missing patch file: exit $rc, named"
 else
 	bad "missing patch file: exit $rc, output: $(cat "$tmp/out")"
+fi
+
+# A series of series (BASE=6.12), from the same fake tarball.
+mkdir -p "$tmp/n/feature" "$tmp/n/lab"
+cp "$tmp/p"/0001-*.patch "$tmp/n/feature/"
+printf '%s\n' "# feature" "$(basename "$tmp/p"/0001-*.patch)" >"$tmp/n/feature/series"
+printf '%s\n' "# lab: none yet" >"$tmp/n/lab/series"
+printf '%s\n' "# test" feature lab >"$tmp/n/series"
+cat >"$tmp/n/feature/0000-cover-letter.patch" <<'EOT'
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: t <t@t>
+Date: Sat, 5 Dec 2026 00:00:00 +0000
+Subject: [PATCH 0/1] a test cover letter
+
+The blurb of the test, two lines
+of it.
+
+t (1):
+  good: add a line
+EOT
+nb() { BUILD=$tmp/nbuild PATCHES=$tmp/n BASE=6.12 LINUX_SOURCE_TARBALL=$tmp/fake.tar.xz \
+	GIT_CONFIG_GLOBAL=$tmp/gitconfig "$ks" "$@" >"$tmp/out" 2>&1; }
+printf '[user]\n\tname = A Developer\n\temail = dev@example.org\n' >"$tmp/gitconfig"
+if nb tree && [ -d "$tmp/nbuild/linux-6.12/.git" ] &&
+   [ "$(git -C "$tmp/nbuild/linux-6.12" log --reverse --format=%s pristine..HEAD | xargs)" = "good: add a line lab: end of series feature lab: end of series lab" ] &&
+   git -C "$tmp/nbuild/linux-6.12" log -1 --format=%B HEAD~1 | grep -q '^Cover-Subject: a test cover letter$' &&
+   git -C "$tmp/nbuild/linux-6.12" log -1 --format=%B HEAD~1 | grep -q '^of it\.$'; then
+	ok "series of series: applied in order into linux-6.12, an end commit per series, the cover letter in it"
+else
+	bad "series of series: $(cat "$tmp/out"; git -C "$tmp/nbuild/linux-6.12" log --format=%s 2>&1)"
+fi
+cp -r "$tmp/n" "$tmp/n.orig"
+if nb export && [ "$(grep -v '^#' "$tmp/n/series" | xargs)" = "feature lab" ] &&
+   [ "$(grep -v '^#' "$tmp/n/feature/series" | xargs)" = "$(grep -v '^#' "$tmp/n.orig/feature/series" | xargs)" ] &&
+   [ -z "$(grep -v '^#' "$tmp/n/lab/series")" ] &&
+   grep -q '^From: A Developer <dev@example.org>$' "$tmp/n/feature/0001-"*.patch &&
+   grep -q '^Subject: \[PATCH 0/1\] a test cover letter$' "$tmp/n/feature/0000-cover-letter.patch" &&
+   grep -q '^The blurb of the test, two lines$' "$tmp/n/feature/0000-cover-letter.patch" &&
+   grep -q '^Date: Sat, 5 Dec 2026' "$tmp/n/feature/0000-cover-letter.patch" &&
+   diff <(sed '1,/^Subject: /d' "$tmp/n.orig/feature/0001-"*.patch) <(sed '1,/^Subject: /d' "$tmp/n/feature/0001-"*.patch); then
+	ok "series of series: export gives back the directories, the patch, the cover letter, the developer as author"
+else
+	bad "series of series export: $(cat "$tmp/out"; ls -R "$tmp/n"; cat "$tmp/n/feature/0000-cover-letter.patch" 2>&1)"
+fi
+if ! BUILD=$tmp/nbuild PATCHES=$tmp/n BASE=6.12 GIT_CONFIG_GLOBAL=/dev/null "$ks" export >"$tmp/out" 2>&1 &&
+   grep -q 'no git user.name/user.email' "$tmp/out"; then
+	ok "export without an identity refuses, saying so"
+else
+	bad "export without identity: $(cat "$tmp/out")"
 fi
 
 # Config assertion: a config with every fragment option passes; dropping two
