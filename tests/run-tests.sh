@@ -37,6 +37,11 @@ set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$top/build
 kernel=${KERNEL:-$build/bzImage-debug}
+# The kernel series' patch files: patches/*.patch on 6.1, patches/BASE/*/ on
+# another base (Makefile: BASE).
+series_patch_files() {
+	if [ "${BASE:-6.1}" = 6.1 ]; then ls "$top"/patches/*.patch; else ls "$top/patches/$BASE"/*/*.patch 2>/dev/null; fi
+}
 stamp=$(date +%Y%m%d-%H%M%S)
 start_epoch=$(date +%s)
 runs=${RUNS:-$build/runs}
@@ -179,7 +184,8 @@ guest_report() { # expected-test...
 		rows=$(sed -n 's/\r$//; s/^LAB-TEST \(PASS\|FAIL\|SKIP\) \(.*\) (\([0-9]*\)s)$/\2\t\1\t\3/p' "$con" 2>/dev/null)
 	fi
 	# Every KUnit suite the series adds must have reported.
-	for suite in $(grep -h -A4 '^+static struct kunit_suite' "$top"/patches/*.patch |
+	# shellcheck disable=SC2046 # patch paths have no spaces
+	for suite in $(grep -h -A4 '^+static struct kunit_suite' $(series_patch_files) |
 		       sed -n 's/^+[[:space:]]*\.name = "\(.*\)",/\1/p'); do
 		grep -q "^kunit/$suite/" <<<"$rows" || rows+=$'\n'"kunit/$suite"$'\t'"NORESULT"$'\t'0
 	done
