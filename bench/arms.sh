@@ -16,6 +16,9 @@
 #   TUNING                shell command after mounting (@DEV@: the device name)
 #   REFERENCE, COMPARISON the reference arm of this one and what A/B tells
 #   COMPARISON_ORDER      the order of the comparisons in the report (1: main)
+#   DEFAULT               0: run only when named in ARMS (lab-only prototypes);
+#                         every other arm is in DEFAULT_ARMS, what a run
+#                         without ARMS runs
 # Sourced by bench/guest/run (in the guest: /job/bench/arms.sh with
 # /job/bench/arms/) and bench/run-bench.sh (arm names only). ARM_FEATURE_ROOT
 # prefixes the feature files (tests/host/bench-workloads.sh).
@@ -29,6 +32,11 @@ ALL_ARMS=$(for f in "$arms_dir"/*.conf; do
 	n=$(basename "$f" .conf)
 	echo "$(arm_get "$n" ORDER) $n"
 done | sort -n | cut -d' ' -f2 | xargs)
+
+# shellcheck disable=SC2034 # read by bench/run-bench.sh, which sources this
+DEFAULT_ARMS=$(for n in $ALL_ARMS; do
+	[ "$(arm_get "$n" DEFAULT)" = 0 ] || echo "$n"
+done | xargs)
 
 valid_arm() {
 	case " $ALL_ARMS " in *" $1 "*) return 0 ;; *) return 1 ;; esac

@@ -32,7 +32,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/arms.sh"
 workload=${1:-}
 REPS=${REPS:-5}
-ARMS=${ARMS:-$ALL_ARMS}
+ARMS=${ARMS:-$DEFAULT_ARMS}
 ARMS=${ARMS//,/ }	# "a,b" and "a b" both work
 PROFILE=${PROFILE:-1}
 # once: prepare each arm's files once and restore the prepared filesystem
@@ -67,12 +67,12 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$ALL_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
 for a in $ARMS; do
-	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS)"
+	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS; without ARMS: $DEFAULT_ARMS)"
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;; esac

@@ -88,8 +88,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     cpu_scale = {k: float(v) for k, v in (s.split("=") for s in cpu_scale)}
     skip = set(filter(None, a.skip.split(",")))
     # the arm files (bench/arms/*.conf, or a copy), as collect() reads the
-    # job's: fs, mkfs, encrypted, and a made-up relative speed
-    specs = M.read_arm_specs(arms_dir)
+    # job's, of the arms a run without ARMS makes (not the DEFAULT=0
+    # prototypes)
+    specs = {a: spec for a, spec in M.read_arm_specs(arms_dir).items()
+             if spec.get("DEFAULT") != "0"}
     ARMS = {a: (spec["FS"], spec["MKFS"], spec.get("ENCRYPTED") == "1",
                 SPEED[a]) for a, spec in specs.items()}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),

@@ -198,7 +198,7 @@ class Collect(unittest.TestCase):
         # the job's arm files, in their order, with the comparisons
         self.assertEqual(spec["arm_order"], [
             "btrfs-extent", "btrfs-extent-key", "btrfs-inode", "btrfs-plain",
-            "ext4-inode", "ext4-plain"])
+            "ext4-inode", "ext4-plain", "btrfs-extent-ctxitem"])
         self.assertEqual([(c["a"], c["b"]) for c in spec["comparisons"][:2]],
                          [("btrfs-extent", "btrfs-inode"),
                           ("btrfs-extent-key", "btrfs-inode")])
@@ -255,7 +255,10 @@ class Collect(unittest.TestCase):
         specs = M.read_arm_specs()
         self.assertEqual(list(specs), ["btrfs-extent", "btrfs-extent-key",
                                        "btrfs-inode", "btrfs-plain",
-                                       "ext4-inode", "ext4-plain"])
+                                       "ext4-inode", "ext4-plain",
+                                       "btrfs-extent-ctxitem"])
+        # a prototype arm runs only when named
+        self.assertEqual(specs["btrfs-extent-ctxitem"]["DEFAULT"], "0")
         self.assertEqual(specs["btrfs-inode"]["MOUNT_OPTS"],
                          "fscrypt_per_inode_keys")
         self.assertEqual(specs["btrfs-extent-key"]["KEY_MODE"],

@@ -138,7 +138,9 @@ same "key mode: a DIRECT_KEY policy is not per-inode" "$(key_mode rw 'policy v2 
 same "key mode: unencrypted" "$(key_mode rw,relatime '')" "none${tab}no encryption policy"
 same "key mode: unencrypted btrfs (the option is shown on every mount)" "$(key_mode rw,fscrypt_per_extent_keys,subvolid=5 '')" "none${tab}no encryption policy"
 same "arm key modes" "$(. "$top/bench/arms.sh"; for a in $ALL_ARMS; do arm_key_mode "$a"; done | xargs)" \
-	"per-extent per-extent-key per-inode none per-inode none"
+	"per-extent per-extent-key per-inode none per-inode none per-extent"
+same "arms a run makes without ARMS: all but the DEFAULT=0 prototype" "$(. "$top/bench/arms.sh"; echo "$DEFAULT_ARMS")" \
+	"btrfs-extent btrfs-extent-key btrfs-inode btrfs-plain ext4-inode ext4-plain"
 
 echo "== arms (bench/arms/*.conf through bench/arms.sh), known answers"
 arm_all() { # feature-root: every arm's fs, mkfs, mount options, encrypted, key mode, unsupported, tuning
@@ -163,9 +165,10 @@ btrfs-inode|btrfs|mkfs.btrfs -q -f|fscrypt_per_inode_keys|enc|per-inode|
 btrfs-plain|btrfs|mkfs.btrfs -q -f||plain|none|
 ext4-inode|ext4|mkfs.ext4 -q -F -O encrypt||enc|per-inode|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
 ext4-plain|ext4|mkfs.ext4 -q -F||plain|none|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
+btrfs-extent-ctxitem|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=0,lab_fscrypt_ctx_items|enc|per-extent|
 valid_arm ok"
 rm -f "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
-same "arms on a kernel without (btrfs-extent and btrfs-extent-key skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)')" \
+same "arms on a kernel without (btrfs-extent and btrfs-extent-key skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)' | grep -v '^btrfs-extent-ctxitem')" \
 	"btrfs-extent|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=0|enc|per-extent|
 btrfs-extent unsupported: btrfs on this kernel encrypts with per-inode keys only (no /sys/fs/btrfs/features/encrypt_extent_keys)
 btrfs-extent-key|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=1|enc|per-extent-key|
