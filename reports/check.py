@@ -71,6 +71,7 @@ def make_baseline(run_dir, out_json, threshold, metric="bw_bytes"):
             "run_format": run["format"],
             "date": meta.get("date"),
             "kernel_release": k.get("release"),
+            "kernel_base": M.kernel_base(k),
             "kernel_series_hash": k.get("series_hash"),
             "kernel_tree_head": k.get("tree_head"),
             "kernel_config_sha256": k.get("config_sha256"),
@@ -160,6 +161,15 @@ def check(run_dir, baseline_path, threshold):
     if wl_base and wl_run and wl_base != wl_run:
         raise UsageError(f"baseline is for workload '{wl_base}', the run is "
                          f"'{wl_run}': not comparable")
+    cf = base.get("created_from") or {}
+    b_kbase = cf.get("kernel_base") or M.kernel_base(
+        {"release": cf.get("kernel_release")})
+    r_kbase = M.kernel_base(run["kernel"])
+    if b_kbase and r_kbase and b_kbase != r_kbase:
+        raise UsageError(f"the baseline was made on Linux {b_kbase}, the run "
+                         f"on Linux {r_kbase}: not comparable (make a "
+                         f"baseline from a run on {r_kbase}: check.py "
+                         "--make-baseline)")
     if threshold is None:
         threshold = float(base.get("threshold_pct", DEFAULT_THRESHOLD))
     # a baseline without "metric" (format 1) tracks throughput

@@ -342,20 +342,47 @@ def _fmt(x, spec=".4f"):
     return "-" if x is None else format(x, spec)
 
 
+def split_by_kernel_base(data):
+    """One trend per Linux base: {key: points} with every key whose points
+    come from kernels of more than one base (runmodel.kernel_base of their
+    release) split into (metric, ratio, "PHASE (Linux BASE)") keys, so that
+    no trend line joins runs of 6.1 and 6.12; and {key: (the key it came
+    from, its base or None)}."""
+    out, origin = {}, {}
+    for key, pts in data.items():
+        groups = {}
+        for p in pts:
+            kb = M.kernel_base({"release": p.get("kernel_release")})
+            groups.setdefault(kb, []).append(p)
+        for kb, g in groups.items():
+            new = key if len(groups) == 1 else \
+                (key[0], key[1], f"{key[2]} (Linux {kb or '?'})")
+            out[new] = g
+            origin[new] = (key, kb)
+    return out, origin
+
+
 def plot(workload, out_dir, baseline=None, path=None):
-    """Write OUT_DIR/index.html and one SVG per tracked ratio and phase.
-    Returns the number of plots."""
+    """Write OUT_DIR/index.html and one SVG per tracked ratio and phase
+    (and Linux base). Returns the number of plots."""
     data = series(workload, path)
-    base, threshold = {}, DEFAULT_THRESHOLD
+    base, threshold, bkbase = {}, DEFAULT_THRESHOLD, None
     if baseline and os.path.exists(baseline):
         with open(baseline, encoding="utf-8") as f:
             b = json.load(f)
         threshold = float(b.get("threshold_pct", DEFAULT_THRESHOLD))
+        cf = b.get("created_from") or {}
+        bkbase = cf.get("kernel_base") or M.kernel_base(
+            {"release": cf.get("kernel_release")})
         metric = b.get("metric") or "bw_bytes"
         for name, phases in (b.get("ratios") or {}).items():
             for phase, e in phases.items():
                 base[(metric, name, phase)] = L.ratio_of_samples(
                     e["samples"])["value"]
+    # a baseline's line only on the trend of its own Linux base
+    data, origin = split_by_kernel_base(data)
+    base = {k: base[old] for k, (old, kb) in origin.items()
+            if old in base and not (bkbase and kb and kb != bkbase)}
     os.makedirs(out_dir, exist_ok=True)
     # in the order the runs recorded (throughput first, then the
     # comparisons as their runs ordered them), never the working tree's

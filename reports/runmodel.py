@@ -343,6 +343,18 @@ def build_spec(arm_specs, workload, conf, phases, arms_source):
     }
 
 
+def kernel_base(k):
+    """The Linux version a kernel is built from, "MAJOR.MINOR" (e.g. "6.1",
+    "6.12"), from its release ("6.12.118+") or else its linux-source version;
+    None if neither says.  Runs of different bases are never compared: the
+    series, btrfs and fscrypt all differ between them."""
+    for v in ((k or {}).get("release"), (k or {}).get("linux_source")):
+        m = re.match(r"(\d+)\.(\d+)", v or "")
+        if m:
+            return f"{m.group(1)}.{m.group(2)}"
+    return None
+
+
 def kernel_of(run_info, env=None):
     """The kernel and lab a run used (meta.json "kernel"): release, linux
     source version, series hash, the commit of the patched tree, config
@@ -353,6 +365,7 @@ def kernel_of(run_info, env=None):
     k = {key: run_info.get(f"kernel_{key}") or None
          for key in ("release", "linux_source", "series_hash", "tree_head",
                      "config_sha256", "flavor")}
+    k["base"] = kernel_base(k)
     k["lab_commit"] = env.get("LAB_COMMIT") or None
     k["lab_dirty"] = (env["LAB_DIRTY"] == "1") if env.get("LAB_DIRTY") \
         in ("0", "1") else None

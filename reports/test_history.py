@@ -13,6 +13,7 @@ import sqlite3
 import tempfile
 import unittest
 
+from reports import check as C
 from reports import history as H
 from reports import index as I
 from reports import labstats as L
@@ -208,3 +209,73 @@ class History(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _on_kernel(run_dir, release):
+    """Make RUN_DIR a run of a kernel of RELEASE (both places a run keeps
+    it: the runner's run.info and the kernel the run recorded)."""
+    path = os.path.join(run_dir, "meta.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["run_info"]["kernel_release"] = release
+    meta["kernel"]["release"] = release
+    with open(path, "w") as f:
+        json.dump(meta, f)
+
+
+class KernelBase(unittest.TestCase):
+    """No trend and no check joins runs of two Linux bases (6.1, 6.12)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        t = self.tmp.name
+        self.store = os.path.join(t, "store")
+        self.runs = []
+        for i, rel in enumerate(("6.1.192+", "6.1.192+", "6.12.118+")):
+            r = _run(t, f"2026120{i + 1}-013000-fragmented",
+                     f"2026-12-0{i + 1}T01:30:00Z", seed=10 + i, reps=5)
+            _on_kernel(r, rel)
+            H.append(r, None, self.store)
+            self.runs.append(r)
+        self.baseline = os.path.join(t, "base.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_trends_split_by_base_and_baseline_on_its_own(self):
+        C.make_baseline(self.runs[0], self.baseline, 5.0)
+        with open(self.baseline) as f:
+            self.assertEqual(json.load(f)["created_from"]["kernel_base"],
+                             "6.1")
+        out = os.path.join(self.tmp.name, "trend")
+        H.plot("fragmented", out, self.baseline, self.store)
+        with open(os.path.join(out, "index.html")) as f:
+            page = f.read()
+        heads = re.findall(r"<h2>([^<]+)</h2>", page)
+        self.assertIn("btrfs-extent/btrfs-inode seqread (Linux 6.1): "
+                      "throughput ratio", heads)
+        self.assertIn("btrfs-extent/btrfs-inode seqread (Linux 6.12): "
+                      "throughput ratio", heads)
+        self.assertFalse(any(h.startswith("btrfs-extent/btrfs-inode seqread:")
+                             for h in heads), "a trend joins both bases")
+        # the 6.1 baseline's line is drawn on 6.1 trends only
+        for svg in re.findall(r"<h2>([^<]+)</h2>\s*<div class=\"plot\">(.*?)"
+                              r"</div>", page, re.S):
+            if "(Linux 6.12)" in svg[0]:
+                self.assertNotIn("baseline ", svg[1], svg[0])
+
+    def test_check_refuses_another_base(self):
+        C.make_baseline(self.runs[0], self.baseline, 5.0)
+        with self.assertRaisesRegex(C.UsageError, "Linux 6.1, the run on "
+                                    "Linux 6.12: not comparable"):
+            C.check(self.runs[2], self.baseline, None)
+        # a baseline from before kernel_base was recorded: from its release
+        with open(self.baseline) as f:
+            b = json.load(f)
+        del b["created_from"]["kernel_base"]
+        with open(self.baseline, "w") as f:
+            json.dump(b, f)
+        with self.assertRaisesRegex(C.UsageError, "not comparable"):
+            C.check(self.runs[2], self.baseline, None)
+        # the same base is compared as before
+        self.assertIn(C.check(self.runs[1], self.baseline, None), (0, 1, 3))
