@@ -28,9 +28,11 @@ printf 'line one\nline two\n' >"$tmp/src/linux-source-6.1/README"
 tar -cJf "$tmp/fake.tar.xz" -C "$tmp/src" linux-source-6.1
 git -C "$tmp/src/linux-source-6.1" init -q
 g() { git -C "$tmp/src/linux-source-6.1" -c user.name=t -c user.email=t@t "$@"; }
+# the lab's placeholder identity in the tree, which export replaces
+gl() { git -C "$tmp/src/linux-source-6.1" -c user.name=fscrypt-lab -c user.email=fscrypt-lab@localhost "$@"; }
 g add -A && g commit -q -m base
 echo 'line three' >>"$tmp/src/linux-source-6.1/README"
-g commit -q -am "good: add a line"
+gl commit -q -s -am "good: add a line"
 mkdir -p "$tmp/p"
 g format-patch -q --no-signature -o "$tmp/p" HEAD~1
 sed 's/^ line two$/ line TWO (not in the tree)/' "$tmp/p"/0001-*.patch >"$tmp/p/0002-bad.patch"
@@ -100,12 +102,15 @@ fi
 cp -r "$tmp/n" "$tmp/n.orig"
 if nb export && [ "$(grep -v '^#' "$tmp/n/series" | xargs)" = "feature lab" ] &&
    [ "$(grep -v '^#' "$tmp/n/feature/series" | xargs)" = "$(grep -v '^#' "$tmp/n.orig/feature/series" | xargs)" ] &&
-   [ -z "$(grep -v '^#' "$tmp/n/lab/series")" ] &&
+   ! grep -qv '^#' "$tmp/n/lab/series" &&
    grep -q '^From: A Developer <dev@example.org>$' "$tmp/n/feature/0001-"*.patch &&
+   grep -q '^Signed-off-by: A Developer <dev@example.org>$' "$tmp/n/feature/0001-"*.patch &&
+   ! grep -q 'fscrypt-lab@localhost' "$tmp/n/feature/0001-"*.patch &&
    grep -q '^Subject: \[PATCH 0/1\] a test cover letter$' "$tmp/n/feature/0000-cover-letter.patch" &&
    grep -q '^The blurb of the test, two lines$' "$tmp/n/feature/0000-cover-letter.patch" &&
    grep -q '^Date: Sat, 5 Dec 2026' "$tmp/n/feature/0000-cover-letter.patch" &&
-   diff <(sed '1,/^Subject: /d' "$tmp/n.orig/feature/0001-"*.patch) <(sed '1,/^Subject: /d' "$tmp/n/feature/0001-"*.patch); then
+   diff <(sed '1,/^Subject: /d; /^Signed-off-by: /d' "$tmp/n.orig/feature/0001-"*.patch) \
+	<(sed '1,/^Subject: /d; /^Signed-off-by: /d' "$tmp/n/feature/0001-"*.patch); then
 	ok "series of series: export gives back the directories, the patch, the cover letter, the developer as author"
 else
 	bad "series of series export: $(cat "$tmp/out"; ls -R "$tmp/n"; cat "$tmp/n/feature/0000-cover-letter.patch" 2>&1)"
