@@ -395,13 +395,16 @@ ext4_used_ranges() { # dev
 # read-only mount, so the list is that of the unmounted filesystem);
 # blocks of zeros stay holes. The device was all zeros before the mkfs.
 save_dev_image() { # arm dev mnt
-	local arm=$1 dev=$2 mnt=$3 img=$save_dir/$1.img t0=$SECONDS
+	local arm=$1 dev=$2 mnt=$3 img=$save_dir/$1.img t0=$SECONDS opts
+	# the arm's own mount options too: a lab prototype's format may need
+	# them to be read at all (btrfs-extent-ctxitem)
+	opts=$(arm_mount_opts "$arm")
 	case $(arm_fs "$arm") in
 	ext4)
 		{ ext4_used_ranges "$dev" >/tmp/ranges && devimage save "$dev" "$img" /tmp/ranges; } \
 			>/tmp/devimage.log 2>&1 ;;
 	btrfs)
-		{ mount -t btrfs -o ro "$dev" "$mnt" && devimage btrfs-ranges "$mnt" >/tmp/ranges &&
+		{ mount -t btrfs -o "ro${opts:+,$opts}" "$dev" "$mnt" && devimage btrfs-ranges "$mnt" >/tmp/ranges &&
 			umount "$mnt" && devimage save "$dev" "$img" /tmp/ranges; } >/tmp/devimage.log 2>&1 ;;
 	*)
 		devimage save "$dev" "$img" >/tmp/devimage.log 2>&1 ;;
