@@ -329,7 +329,8 @@ export_range() { # from to dir marker identity
 		git_src log -1 --format=%B "$marker" |
 			awk 'go && /^$/ { blank++; next } go { while (blank) { print ""; blank-- } print }
 			     /^Cover-Subject: / { go = 1; getline }' >"$BUILD/cover-blurb$TAG"
-		awk -v subj="$subj" -v blurb="$BUILD/cover-blurb$TAG" -v date="$(git_src log -1 --format=%aD "$marker")" '
+		awk -v subj="$subj" -v who="$who" -v blurb="$BUILD/cover-blurb$TAG" -v date="$(git_src log -1 --format=%aD "$marker")" '
+			/^From: / && !done_from { print "From: " who; done_from = 1; next }
 			/^Date: / && !done_date { print "Date: " date; done_date = 1; next }
 			/\*\*\* SUBJECT HERE \*\*\*/ { sub(/\*\*\* SUBJECT HERE \*\*\*/, subj) }
 			/^\*\*\* BLURB HERE \*\*\*$/ { while ((getline l < blurb) > 0) print l; next }

@@ -107,6 +107,7 @@ if nb export && [ "$(grep -v '^#' "$tmp/n/series" | xargs)" = "feature lab" ] &&
    grep -q '^Signed-off-by: A Developer <dev@example.org>$' "$tmp/n/feature/0001-"*.patch &&
    ! grep -q 'fscrypt-lab@localhost' "$tmp/n/feature/0001-"*.patch &&
    grep -q '^Subject: \[PATCH 0/1\] a test cover letter$' "$tmp/n/feature/0000-cover-letter.patch" &&
+   grep -q '^From: A Developer <dev@example.org>$' "$tmp/n/feature/0000-cover-letter.patch" &&
    grep -q '^The blurb of the test, two lines$' "$tmp/n/feature/0000-cover-letter.patch" &&
    grep -q '^Date: Sat, 5 Dec 2026' "$tmp/n/feature/0000-cover-letter.patch" &&
    diff <(sed '1,/^Subject: /d; /^Signed-off-by: /d' "$tmp/n.orig/feature/0001-"*.patch) \
