@@ -84,6 +84,12 @@ class ScalingTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir)
 
+    def test_counts_are_written_whole(self):
+        # a million extents is 1048576 in tables and ticks, not 1.04858e+06
+        self.assertEqual(W._count(1048576.0), "1048576")
+        self.assertEqual(W._count(4096), "4096")
+        self.assertEqual(W._count(4096.5), "4096.5")
+
     def test_owns(self):
         self.assertTrue(W.owns_phases(["seqread-e1024"]))
         self.assertFalse(W.owns_phases(["seqread", "seqread-g4"]))

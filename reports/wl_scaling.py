@@ -70,6 +70,12 @@ def render(doc, run, res, plots):
     section_scaling(doc, run, res, plots)
 
 
+def _count(x):
+    """An extent count as written: whole counts as integers (1048576, not
+    1.04858e+06), a median between two counts with its fraction."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
 def _scaling_point(extents, bw, **extra):
     bw = [float(x) for x in (bw if isinstance(bw, list) else [bw])]
     cost = [4096.0 / x * 1e6 for x in bw if x > 0]
@@ -216,7 +222,7 @@ def plot_scaling(run, scaling, out_dir, colors):
         for ax in row:
             ax.set_xscale("log", base=2)
             ax.set_xticks(ticks)
-            ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+            ax.set_xticklabels([_count(t) for t in ticks], fontsize=8)
             ax.minorticks_off()
             ax.set_xlabel("extents in the file (FIEMAP; ticks: promised "
                           "counts; log)")
@@ -248,7 +254,7 @@ def section_scaling(doc, run, res, plots):
             for p in pts:
                 c = p["cost_us_per_4k"]
                 rows.append((kind, arm, p.get("nominal", ""),
-                             f"{p['extents']:g}", p["summary"]["n"],
+                             _count(p["extents"]), p["summary"]["n"],
                              fmt_mib(p["summary"]["median"]),
                              f"{c['median']:.1f}",
                              f"{c['min']:.1f}-{c['max']:.1f}",
@@ -269,7 +275,7 @@ def _log_axes(ax, ticks):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+    ax.set_xticklabels([_count(t) for t in ticks], fontsize=8)
     ax.xaxis.set_minor_locator(NullLocator())
     # labelled ticks at 1, 2 and 5 x 10^k: the lines often span less than
     # a decade, where plain log ticks would leave the axis unlabelled
@@ -377,7 +383,7 @@ def section_cost_per_extent(doc, run, sc, plots):
                     continue
                 touched = p["cost_per_extent"]["extents_touched"]
                 rows.append((kind, arm, p.get("nominal", ""),
-                             f"{p['extents']:g}", c["n"],
+                             _count(p["extents"]), c["n"],
                              f"{min(touched)}" if touched else "",
                              f"{c['median']:.2f}",
                              f"{c['min']:.2f}-{c['max']:.2f}"))
@@ -409,6 +415,6 @@ def section_cost_per_extent(doc, run, sc, plots):
                   if any(c in r[3] for r in slab)]
         doc.table(["arm", "promised extents", "extents (FIEMAP)"] +
                   [f"{c} KiB" for c in caches],
-                  [(arm, n, f"{x:g}") + tuple(
+                  [(arm, n, _count(x)) + tuple(
                       f"{s[c] / 1024.0:.0f}" if c in s else "" for c in caches)
                    for arm, n, x, s in slab])
