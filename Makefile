@@ -7,14 +7,15 @@ TOP := $(CURDIR)
 BUILD := $(TOP)/build
 FLAVOR ?= debug
 WORKLOAD ?=
-# The linux-source the series applies to: 6.1 (patches/series) until the
-# move to 6.12 (patches/6.12/, issue #23) is done; a 6.12 build's files
-# carry "-6.12" (build/linux-6.12, build/bzImage-6.12-debug).
-BASE ?= 6.1
+# The linux-source the series applies to: 6.12, the only one since the move
+# from 6.1 (issue #23). A build's files carry it in their names
+# (build/linux-6.12, build/obj-6.12-debug, build/bzImage-6.12-debug).
+BASE ?= 6.12
 export BASE
-TAG := $(if $(filter 6.1,$(BASE)),,-$(BASE))
+TAG := -$(BASE)
 KERNEL_TREE := $(BUILD)/linux$(TAG)
-SERIES_PATCHES = $(if $(TAG),$(wildcard patches/$(BASE)/*/*.patch),$(wildcard patches/*.patch))
+# The kernel patches: those of every series patches/series lists.
+SERIES_PATCHES = $(foreach d,$(shell grep -v '^\#' patches/series 2>/dev/null),$(wildcard patches/$(d)/*.patch))
 export ACCEL
 # The history store of make bench / bench-history (reports/history.py).
 ifdef HISTORY_DIR
@@ -60,7 +61,7 @@ help:
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
-	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-FLAVOR from patches/"
+	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-6.12-FLAVOR from patches/"
 	@echo "make image                   build the guest root image build/root.img (with the patched progs)"
 	@echo "make progs                   build btrfs-progs + patches/btrfs-progs/ into build/progs/bin"
 	@echo "make progs-export            regenerate patches/btrfs-progs/ from build/btrfs-progs's history"
@@ -68,7 +69,6 @@ help:
 	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
 	@echo "make check-series            build every prefix of the series"
 	@echo "make export-series           regenerate patches/ from build/linux's history"
-	@echo "Kernel targets take BASE=6.1|6.12 (default 6.1; 6.12: patches/6.12/, build/linux-6.12, build/bzImage-6.12-FLAVOR)"
 	@echo "make checkpatch              scripts/checkpatch.pl --strict on patches/"
 	@echo "make clean | distclean       remove build outputs | also the kernel tree and image"
 	@echo "Variables: ACCEL=auto|kvm|tcg|icount  TIMEOUT=seconds  ONLY=test1,test2"
@@ -98,9 +98,9 @@ progs-export:
 # Uses the kernel tree's checkpatch.pl (make kernel first); never touches
 # the kernel tree itself.
 progs-checkpatch:
-	@[ -x $(BUILD)/linux/scripts/checkpatch.pl ] || { echo "no $(BUILD)/linux/scripts/checkpatch.pl: run make kernel first"; exit 2; }
+	@[ -x $(KERNEL_TREE)/scripts/checkpatch.pl ] || { echo "no $(KERNEL_TREE)/scripts/checkpatch.pl: run make kernel first"; exit 2; }
 	@rc=0; for p in patches/btrfs-progs/*.patch; do \
-		out=$$($(BUILD)/linux/scripts/checkpatch.pl --no-tree --strict --quiet \
+		out=$$($(KERNEL_TREE)/scripts/checkpatch.pl --no-tree --strict --quiet \
 			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,NEW_TYPEDEFS - <$$p); \
 		echo "$$p: $${out:-clean}" | tail -n 1; [ -z "$$out" ] || { echo "$$out"; rc=1; }; \
 	done; exit $$rc

@@ -41,7 +41,7 @@ PREP=${PREP:-once}
 SCRATCH_IN_RAM=${SCRATCH_IN_RAM:-1}
 SCRATCH_DIR=${SCRATCH_DIR:-/dev/shm}
 SCRATCH_SAVE_MIB=${SCRATCH_SAVE_MIB:-512}
-KERNEL=${KERNEL:-$top/build/bzImage-perf}
+KERNEL=${KERNEL:-$top/build/bzImage-6.12-perf}
 # ACCEL=auto (the default) is KVM where it works, else icount: under
 # plain TCG the guest's clock is the host's, so a guest task's CPU time
 # grows when the host deschedules the vCPU thread, and host load enters

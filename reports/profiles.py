@@ -135,11 +135,15 @@ def key_work(bt):
         return 0 if t is None else t
 
     starts = maps.get("@group_starts")
+    # The map was @extent_info_setup (fscrypt_extent_info_setup) in runs
+    # on the 6.1 series.
+    setups = ("@extent_key_setup" if "@extent_key_setup" in maps
+              else "@extent_info_setup")
     return {
         "lookups": get("@lookups"),
         "lookups_derived": get("@lookup_key", "derived"),
-        "key_setups_derived": get("@extent_info_setup", "derived"),
-        "key_setups_cached": get("@extent_info_setup", "cached"),
+        "key_setups_derived": get(setups, "derived"),
+        "key_setups_cached": get(setups, "cached"),
         "derivations": get("@derive_by_context"),
         "derivations_context_9": get("@derive_by_context", "9"),
         "slot_programs": get("@slot_programs"),

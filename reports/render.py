@@ -607,7 +607,7 @@ def section_key_work(doc, run, res):
     doc.p(f"What the key machinery did in the profiled phase ({phase}, "
           "cold cache), from `profiles/bench.bt`: extent lookups (and those "
           "that had to derive their key), extent keys derived or found "
-          "cached (`fscrypt_extent_info_setup`), HKDF derivations (all "
+          "cached (`fscrypt_extent_key_setup`), HKDF derivations (all "
           "contexts, and of extent keys: context 9), key-slot programs "
           "(an AES key schedule each) and evictions, and key-group starts "
           "per reason (they happen when a file writes the first extent of "
@@ -637,7 +637,7 @@ def section_key_work(doc, run, res):
                "HKDF derivations (extent keys)", "key-slot programs",
                "key-slot evictions", "key-group starts: per reason"], rows,
               ["raw data: `profiles/<arm>/bpftrace.json` (maps @lookups, "
-               "@lookup_key, @extent_info_setup, @derive_by_context, "
+               "@lookup_key, @extent_key_setup, @derive_by_context, "
                "@slot_programs, @slot_evicts, @group_starts)"])
     counts = res.get("counts") or {}
     if not counts:

@@ -14,8 +14,8 @@
  *     context (read with BTRFS_IOC_TREE_SEARCH_V2 before unmounting), with
  *     a valid metadata checksum; after a remount and the key, the kernel
  *     must answer as the case says.  By default btrfs writes version 2
- *     contexts (44 bytes, a key group's key and the extent's number in the
- *     group: 97-byte items); under `mount -o remount,fscrypt_extents_per_key=1`
+ *     contexts (40 bytes, a key group's key and the extent's number in the
+ *     group: 93-byte items); under `mount -o remount,fscrypt_extents_per_key=1`
  *     version 1 contexts (34 bytes, a key per extent: 87-byte items).
  *       - rejected by fscrypt when the extent is loaded: the file opens,
  *         read() fails (EUCLEAN, or EIO), fscrypt warns "Rejecting extent
@@ -24,25 +24,29 @@
  *         ino I offset 0 (extent at B)" with the victim's inode and disk
  *         bytenr.  Version 2: a flipped bit of the key identifier (master
  *         key differs), version 9 (unknown version), version 2 -> 1 in the
- *         97-byte item (wrong size, 44 bytes, version 1), contents mode 127
+ *         93-byte item (wrong size, 40 bytes, version 1), contents mode 127
  *         (contents mode differs), flags 1 and reserved byte 0x80 (unknown
- *         flags), extent number 2^32 (out of range).  Version 1: key
+ *         flags).  Version 1: key
  *         identifier, version 9, version 1 -> 2 in the 87-byte item (wrong
  *         size, 34 bytes, version 2), mode 127;
- *       - extent number 2^32 - 1, the largest valid one: accepted (the
- *         bound is exactly 2^32): the file reads without an error, but not
+ *       - extent number 2^32 - 1, the largest one its 32 bits hold: accepted
+ *         (every extent number is valid): the file reads without an error, but not
  *         the data written (another IV), nothing is logged, and btrfs check
  *         finds the filesystem clean;
  *       - rejected by btrfs's check of the item against the per-extent
- *         inode when the extent is loaded ("has encryption 1/0, the inode
- *         needs 2"): encryption 2 -> 1 and 2 -> 0 with the item cut to the
+ *         inode when the extent is loaded ("has encryption 129/0, the inode
+ *         needs 130"): encryption 0x82 -> 0x81 and 0x82 -> 0 with the item cut to the
  *         53 bytes of an item without a context, which the tree-checker
  *         accepts;
  *       - rejected by the tree-checker, the whole leaf (the file does not
  *         even open, and the partner in that leaf fails too): the item cut
- *         to 93 bytes (53 + 40, neither version's size: "invalid item size
- *         for reg/prealloc file extent, have 93 expect 97"), and encryption
- *         2 -> 1 with the item left at 97 bytes ("have 97 expect 53").
+ *         to 92 bytes (53 + 39, neither version's size: "invalid item size
+ *         for reg/prealloc file extent, have 92 expect 93"), encryption
+ *         0x82 -> 0x81 with the item left at 93 bytes ("have 93 expect 53"),
+ *         and 0x82 -> 1, upstream's value for "context in its own item",
+ *         with the item cut to 53 bytes ("invalid encryption for file
+ *         extent, have 0x1").  An upstream-layout extent is refused, never
+ *         read as data with the wrong key.
  *     Every case has a second encrypted file, the partner, whose file
  *     extent item is in the same leaf as the victim's, checked, else the
  *     case fails as vacuous: the subvolume's ROOT_ITEM says its tree is a
@@ -69,7 +73,7 @@
  *  5. (per-extent keys) a preallocated extent past EOF of an encrypted
  *     file rewritten to encryption 0, its inode to NODATACOW (not
  *     PREALLOC), then written into at EOF and fsynced: the write fails
- *     cleanly (EIO or EUCLEAN, "has encryption 0, the inode needs 2"),
+ *     cleanly (EIO or EUCLEAN, "has encryption 0, the inode needs 130"),
  *     with no kernel warning, and the partner in the same leaf reads back.
  *
  * The console check of the runner fails the run if any of this oopses.
@@ -82,7 +86,7 @@
  * extent contexts, the reason as btrfs-progs words it, which is not
  * fscrypt's wording).  Two corruptions only the checker is asked about, since the kernel has nothing to refuse: the victim's context item
  * turned into an unknown key type (an encrypted inode without a context),
- * and, with per-extent keys, encryption 2 -> 0 with the item cut to 53
+ * and, with per-extent keys, encryption 0x82 -> 0 with the item cut to 53
  * bytes (an unencrypted extent in an encrypted file; the kernel must fail
  * the read too).  On the inode without a context, `btrfs check --repair`
  * must refuse, saying so, and leave it as it was (a read-only check then
@@ -664,10 +668,12 @@ static void test_corrupt_context(unsigned char version, const char *logmsg,
 
 /* ---- 3. corrupted extent contexts (per-extent keys) -------------------------- */
 
-/* An item size that fits neither version of the context: 53 + 40. */
-#define ODD_CTX_SIZE 40
-/* fscrypt's bound on the extent numbers of a key group */
-#define EXTENT_NR_BOUND (1ULL << 32)
+/* An item size that fits neither version of the context: 53 + 39. */
+#define ODD_CTX_SIZE 39
+/* The largest extent number a version 2 context holds (__le32). */
+#define EXTENT_NR_MAX 0xffffffffULL
+/* upstream's btrfs fscrypt series (v7): "context in its own item" */
+#define UPSTREAM_ENCRYPTION 1
 /* The mount option under which btrfs writes version 1 contexts. */
 #define V1_OPT "fscrypt_extents_per_key=1"
 
@@ -742,7 +748,7 @@ static size_t ctx_needle_len(const struct extent_case *ec)
 
 /*
  * The bytes at @in are the context of the case's version that follows a
- * file extent item with encryption 2 of the size of that version (the
+ * file extent item with encryption 0x82 of the size of that version (the
  * searched bytes are the context, or its first ctx_needle_len() bytes).
  * The item's slot, or -1.
  */
@@ -792,7 +798,8 @@ static int edit_ctx_nr(unsigned char *blk, uint32_t nodesize, size_t in,
 	if (ec->version != LAB_FSCRYPT_EXTENT_CTX_V2 ||
 	    extent_ctx_slot(blk, nodesize, in, ec) < 0)
 		return 0;
-	braw_put_le64(blk + in + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, ec->value);
+	braw_put_le32(blk + in + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF,
+		      (uint32_t)ec->value);
 	return 1;
 }
 
@@ -894,7 +901,7 @@ static void expect_outcome(const struct extent_case *ec, const void *data,
 
 /*
  * The contexts of the file extent items of @path (sync'ed before), which
- * must all have encryption 2 and a context of @ec's version: up to @max
+ * must all have encryption 0x82 and a context of @ec's version: up to @max
  * into @ctx, the disk bytenr of the item at file offset 0 into *@bytenr.
  * The number of items, or -1 (failure recorded).
  */
@@ -924,7 +931,7 @@ static int extent_ctxs(const char *path, const struct extent_case *ec,
 			*bytenr = fe[i].disk_bytenr;
 	}
 	CHECK(nctx >= 1 && nctx == nfe && *bytenr,
-	      "%s: %zu file extent item(s), %zu with encryption 2 and a version %d context of %zu bytes (want all; one at offset 0): not encrypted per extent as the kernel advertises",
+	      "%s: %zu file extent item(s), %zu with encryption 0x82 and a version %d context of %zu bytes (want all; one at offset 0): not encrypted per extent as the kernel advertises",
 	      path, nfe, nctx, ec->version, ctx_size(ec));
 	free(fe);
 	return nctx == nfe && nctx >= 1 ? (int)nctx : -1;
@@ -1049,7 +1056,7 @@ static const struct extent_case extent_cases[] = {
 	  edit_ctx_byte, CTX_VERSION, 9, 0, AT_LOAD,
 	  "unknown version", V2_SIZE, 9, NULL,
 	  " file extent at offset 0: bad extent context (version 9): unknown extent context version" },
-	{ "v2-wrong-size", "version 2 -> 1 in a 97-byte item", V2,
+	{ "v2-wrong-size", "version 2 -> 1 in a 93-byte item", V2,
 	  edit_ctx_byte, CTX_VERSION, V1, 0, AT_LOAD,
 	  "wrong size", V2_SIZE, V1, NULL,
 	  " file extent at offset 0: bad extent context (version 1): wrong size for its version" },
@@ -1065,13 +1072,9 @@ static const struct extent_case extent_cases[] = {
 	  edit_ctx_byte, LAB_FSCRYPT_EXTENT_CTX_V2_RESERVED_OFF, 0x80, 0, AT_LOAD,
 	  "unknown flags", V2_SIZE, V2, NULL,
 	  " file extent at offset 0: bad extent context (version 2): nonzero reserved byte" },
-	{ "v2-nr-bound", "extent number 2^32", V2,
-	  edit_ctx_nr, 0, EXTENT_NR_BOUND, 0, AT_LOAD,
-	  "extent number out of range", V2_SIZE, V2, NULL,
-	  " file extent at offset 0: bad extent context (version 2): extent number out of range" },
-	/* the largest number is valid: the bound is exactly 2^32 */
+	/* every number the field holds is valid, the largest too */
 	{ "v2-nr-max", "extent number 2^32 - 1", V2,
-	  edit_ctx_nr, 0, EXTENT_NR_BOUND - 1, 0, ACCEPTED,
+	  edit_ctx_nr, 0, EXTENT_NR_MAX, 0, ACCEPTED,
 	  NULL, 0, 0, NULL, NULL },
 	/* version 1 contexts (fscrypt_extents_per_key=1) */
 	{ "v1-key-id", "flipped bit of the master key identifier", V1,
@@ -1091,26 +1094,35 @@ static const struct extent_case extent_cases[] = {
 	  "contents mode differs from the file's policy", V1_SIZE, V1, NULL,
 	  " file extent at offset 0: bad extent context (version 1): invalid contents mode" },
 	/* the item's size and encryption */
-	{ "size-93", "item cut to 93 bytes (53 + 40: neither version's size)", V2,
+	{ "size-92", "item cut to 92 bytes (53 + 39: neither version's size)", V2,
 	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT,
 	  LAB_FSCRYPT_EXTENT_CTX_V2_SIZE - ODD_CTX_SIZE, TREE_CHECKER, NULL, 0, 0,
-	  "invalid item size for reg/prealloc file extent, have 93 expect 97",
-	  " file extent at offset 0: item size 93 does not match encryption 2, expected 97" },
+	  "invalid item size for reg/prealloc file extent, have 92 expect 93",
+	  " file extent at offset 0: item size 92 does not match encryption 130, expected 93" },
 	/*
-	 * The item keeps its 97 bytes: the tree-checker's size rule for
-	 * encryption 1 (53 bytes) rejects the leaf.
+	 * The item keeps its 93 bytes: the tree-checker's size rule for
+	 * per-inode encryption (53 bytes) rejects the leaf.
 	 */
-	{ "encryption", "encryption 2 -> 1, item size left at 97", V2,
+	{ "encryption", "encryption 0x82 -> 0x81, item size left at 93", V2,
 	  edit_encryption, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE, 0, TREE_CHECKER,
-	  NULL, 0, 0, "invalid item size for reg/prealloc file extent, have 97 expect 53",
-	  " file extent at offset 0: item size 97 does not match encryption 1, expected 53" },
-	{ "encryption-cut", "encryption 2 -> 1, item cut to 53 bytes", V2,
+	  NULL, 0, 0, "invalid item size for reg/prealloc file extent, have 93 expect 53",
+	  " file extent at offset 0: item size 93 does not match encryption 129, expected 53" },
+	/*
+	 * Upstream's layout for the same extent: encryption 1, the context in
+	 * an item of its own.  Not a value of this format: the tree-checker
+	 * refuses the leaf rather than read the extent with another key.
+	 */
+	{ "upstream-encryption", "encryption 0x82 -> 1 (upstream's), item cut to 53 bytes", V2,
+	  edit_cut, 0, UPSTREAM_ENCRYPTION, V2_SIZE, TREE_CHECKER,
+	  NULL, 0, 0, "invalid encryption for file extent, have 0x1",
+	  " file extent at offset 0: unknown encryption 1" },
+	{ "encryption-cut", "encryption 0x82 -> 0x81, item cut to 53 bytes", V2,
 	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE, V2_SIZE, IN_BTRFS,
-	  NULL, 0, 0, "has encryption 1, the inode needs 2",
-	  " file extent at offset 0: encryption 1, but the inode needs 2" },
-	{ "plain-cut", "encryption 2 -> 0, item cut to 53 bytes", V2,
+	  NULL, 0, 0, "has encryption 129, the inode needs 130",
+	  " file extent at offset 0: encryption 129, but the inode needs 130" },
+	{ "plain-cut", "encryption 0x82 -> 0, item cut to 53 bytes", V2,
 	  edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE, V2_SIZE, IN_BTRFS,
-	  NULL, 0, 0, "has encryption 0, the inode needs 2",
+	  NULL, 0, 0, "has encryption 0, the inode needs 130",
 	  " file extent at offset 0: unencrypted file extent in an encrypted inode" },
 };
 
@@ -1296,11 +1308,11 @@ static void test_inline_extent(int extent_keys)
 /* ---- 5. an encrypted inode without its context item (checker only) -------- */
 
 /* Unknown to btrfs, and between the inode's refs (12) and its extents (108). */
-#define UNKNOWN_KEY_TYPE 40
+#define UNKNOWN_KEY_TYPE (LAB_BTRFS_FSCRYPT_INODE_CTX_KEY - 1)
 #define CTX_NONCE_OFFSET 24	/* in a v2 inode context */
 #define CTX_V2_SIZE 40
 
-/* The key type of the context item whose nonce is at @in: 41 -> 40. */
+/* The key type of the context item whose nonce is at @in: 46 -> 45. */
 static int edit_ctx_key_type(unsigned char *blk, uint32_t nodesize, size_t in,
 			     void *arg)
 {
@@ -1310,7 +1322,7 @@ static int edit_ctx_key_type(unsigned char *blk, uint32_t nodesize, size_t in,
 	if (in < CTX_NONCE_OFFSET)
 		return 0;
 	slot = find_item(blk, nodesize, in - CTX_NONCE_OFFSET,
-			 41 /* BTRFS_FSCRYPT_INODE_CTX_KEY */, CTX_V2_SIZE);
+			 LAB_BTRFS_FSCRYPT_INODE_CTX_KEY, CTX_V2_SIZE);
 	if (slot < 0)
 		return 0;
 	braw_item_hdr(blk, (uint32_t)slot)[BRAW_ITEM_TYPE] = UNKNOWN_KEY_TYPE;
@@ -1363,8 +1375,9 @@ static void test_missing_context(void)
 	if (!CHECK(n >= 1, "%s: no tree block with the victim's context item found on %s",
 		   what, dev))
 		return;
-	printf("%s: changed %d tree block cop%s (key type 41 -> %d)\n", what, n,
-	       n == 1 ? "y" : "ies", UNKNOWN_KEY_TYPE);
+	printf("%s: changed %d tree block cop%s (key type %d -> %d)\n", what, n,
+	       n == 1 ? "y" : "ies", LAB_BTRFS_FSCRYPT_INODE_CTX_KEY,
+	       UNKNOWN_KEY_TYPE);
 	expect_check_finds(what, st.st_ino,
 			   ": encrypted inode (flag ENCRYPT) has no fscrypt context item");
 	expect_repair_refused(what, st.st_ino);
@@ -1422,11 +1435,11 @@ static int edit_prealloc_nocow(unsigned char *blk, uint32_t nodesize,
 /*
  * Review round 2, finding 2: whether a range of an encrypted file may be
  * written in place (NOCOW) must come from the inode, not from the extent.
- * The victim's preallocated extent past EOF (encryption 2, a version 2
+ * The victim's preallocated extent past EOF (encryption 0x82, a version 2
  * context) is rewritten, with a valid checksum, to encryption 0 at the 53
  * bytes of an unencrypted item, and its inode to NODATACOW without
  * PREALLOC.  Writing at EOF and fsyncing must fail cleanly (EIO or EUCLEAN,
- * "has encryption 0, the inode needs 2" naming the victim's inode) instead
+ * "has encryption 0, the inode needs 130" naming the victim's inode) instead
  * of writing back through the NOCOW path, which had no extent key for it
  * and warned in btrfs_fscrypt_write_extent_info().  No kernel warning, and
  * the partner in the same leaf reads back.
@@ -1435,7 +1448,7 @@ static void test_crafted_prealloc_write(void)
 {
 	struct prealloc_edit pe = {
 		.ec = {
-			"prealloc-nocow", "preallocated extent past EOF: encryption 2 -> 0, item cut to 53 bytes; inode NODATACOW, not PREALLOC",
+			"prealloc-nocow", "preallocated extent past EOF: encryption 0x82 -> 0, item cut to 53 bytes; inode NODATACOW, not PREALLOC",
 			LAB_FSCRYPT_EXTENT_CTX_V2, edit_cut, 0, LAB_BTRFS_ENCRYPTION_NONE,
 			LAB_FSCRYPT_EXTENT_CTX_V2_SIZE, IN_BTRFS, NULL, 0, 0, NULL, NULL,
 		},
@@ -1504,7 +1517,7 @@ static void test_crafted_prealloc_write(void)
 		close(fd);
 	}
 	snprintf(ere, sizeof(ere),
-		 "file extent of root [0-9]+ ino %llu offset 0 has encryption 0, the inode needs 2",
+		 "file extent of root [0-9]+ ino %llu offset 0 has encryption 0, the inode needs 130",
 		 (unsigned long long)st.st_ino);
 	CHECK(lab_log_has(ere), "%s: no kernel log line matching \"%s\"",
 	      ec->what, ere);

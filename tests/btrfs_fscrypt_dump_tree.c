@@ -15,7 +15,7 @@
  * files (BTRFS_IOC_TREE_SEARCH_V2, lib/btrfs_items.c), its encryption and
  * its extent context decoded (lab_fscrypt_extent_ctx_decode(): version,
  * size, mode, flags, key identifier, nonce, extent number), and each
- * inode's context item (type 41) with its key identifier and nonce.  After
+ * inode's context item (type 46) with its key identifier and nonce.  After
  * unmounting, dump-tree of the filesystem tree must print exactly those:
  * the same items with the same encryption, context version, size, mode and
  * flags, key identifier, nonce (v2: key_nonce) and extent number (v2:
@@ -51,7 +51,7 @@
 
 #define KEY_SEED 0xd0d0u
 #define BLK 4096
-#define INODE_CTX_KEY 41	/* BTRFS_FSCRYPT_INODE_CTX_KEY */
+#define INODE_CTX_KEY LAB_BTRFS_FSCRYPT_INODE_CTX_KEY
 #define MAX_ITEMS 64
 
 static const char *dev, *mnt;

@@ -9,7 +9,7 @@
  * The format (the key-group patches of the series): a regular or preallocated
  * extent of a file encrypted per extent (inode flag bit 13, item encryption
  * 2) has its 53-byte file extent item followed by an fscrypt extent context,
- * told apart by its first byte: version 2 (44 bytes: mode, flags 0, reserved
+ * told apart by its first byte: version 2 (40 bytes: mode, flags 0, reserved
  * 0, key identifier, the key nonce of the key group the extent was written
  * in, the extent's number in that group), written by default; version 1 (34
  * bytes: mode, key identifier, a nonce of the extent's own), written under
@@ -81,7 +81,7 @@
  *       the files are both, inode-keys only ENCRYPT;
  *     - every file extent item: a regular or preallocated extent (no
  *       inline, no hole), no compression; encryption 2 with a context of
- *       the version the model says (version 2: 97-byte item, flags and
+ *       the version the model says (version 2: 93-byte item, flags and
  *       reserved 0, extent number < 2^32; version 1: 87-byte item), contents
  *       mode AES-256-XTS, the master key's identifier; or, for inode-keys,
  *       encryption 1 and a 53-byte item; the items cover each file without
@@ -268,7 +268,7 @@ struct ec_ext {
 /* The negative controls, in the order they are listed. */
 enum {
 	EC_C_MK, EC_C_LBLK, EC_C_EO, EC_C_INODE, EC_C_NONR, EC_C_GROUP,
-	EC_NCTL
+	EC_C_DUN128, EC_NCTL
 };
 
 static const char *const ec_ctl_names[EC_NCTL] = {
@@ -278,6 +278,7 @@ static const char *const ec_ctl_names[EC_NCTL] = {
 	"the per-inode-key ciphertext (context 2, inode nonce, IV = logical block)",
 	"the tweak without the extent number (high 64 bits zero)",
 	"another key group's key (its nonce, the same tweak)",
+	"the 128-bit tweak (extent number in tweak bytes 8-15, the 6.1 series' layout)",
 };
 
 struct ec_ctx {
@@ -1558,11 +1559,15 @@ static const uint8_t *ec_other_nonce(const struct ec_ctx *c, const uint8_t *nonc
 	return c->nnonces ? c->nonces[0] : NULL;
 }
 
-/* Control @k of the block in @b: compute it into @ctl. */
-static void ec_ctl(uint8_t *ctl, const uint8_t *key, uint64_t lo, uint64_t hi,
-		   const struct fblk_block *b, unsigned bs)
+/*
+ * A control of the block in @b, or what it should be: its plaintext under
+ * @key at data unit @unit of extent @nr of a key group (DUN nr << 32 | unit;
+ * for per-inode keys and version 1 contexts @nr is 0 and @unit the IV).
+ */
+static void ec_ctl(uint8_t *ctl, const uint8_t *key, uint64_t unit,
+		   uint64_t nr, const struct fblk_block *b, unsigned bs)
 {
-	if (fref_encrypt_block_tweak(key, lo, hi, b->pt, ctl, bs))
+	if (fref_encrypt_extent_unit(key, nr, unit, b->pt, ctl, bs))
 		lab_die("reference encryption failed");
 }
 
@@ -1589,7 +1594,7 @@ static void ec_check_item_data(struct ec_ctx *c, const struct ec_file *f,
 		memset(have, 0, sizeof(have));
 		if (per_extent) {
 			snprintf(b->what, sizeof(b->what),
-				 "file %s: block %llu (v%u extent, tweak (%llu, %llu), extent offset %llu)",
+				 "file %s: block %llu (v%u extent, data unit %llu of extent %llu, extent offset %llu)",
 				 f->label, (unsigned long long)lblk, it->ctx.version,
 				 (unsigned long long)unit, (unsigned long long)nr,
 				 (unsigned long long)x->offset);
@@ -1612,6 +1617,12 @@ static void ec_check_item_data(struct ec_ctx *c, const struct ec_file *f,
 			}
 			ec_ctl(ctl[EC_C_GROUP], k->other, unit, nr, b, c->bs);
 			have[EC_C_GROUP] = 1;
+			if (nr != 0) {
+				if (fref_encrypt_block_tweak(k->key, unit, nr, b->pt,
+							     ctl[EC_C_DUN128], c->bs))
+					lab_die("reference encryption failed");
+				have[EC_C_DUN128] = 1;
+			}
 			b->want_what = "per-extent-key reference ciphertext";
 		} else {
 			snprintf(b->what, sizeof(b->what),

@@ -31,7 +31,7 @@
  *    seeded with FUZZ_SEED and k, so that one image can be replayed alone)
  *    gets 1 to 3 mutations in the live leaves that hold fscrypt items:
  *    bit flips, random bytes and runs, interesting values in the fields
- *    of inode context items (key type 41), of the 34/44-byte extent
+ *    of inode context items (key type 46), of the 34/40-byte extent
  *    contexts after file extent items, of the encrypted dir items and
  *    names, of encrypted symlink targets (inline extents of encrypted
  *    inodes), the file extent item's encryption byte (alone or with a new
@@ -80,7 +80,7 @@
  * line on the console every N images; 10), FUZZ_WALK_TIMEOUT (300),
  * FUZZ_VERIFY_EVERY (50), FUZZ_RW_EVERY (0: every mount read-only;
  * read-write mounts of damaged images reach more of btrfs's own checks:
- * they found the two btrfs bugs that patches 0024-0025 fix, replayed by
+ * they found the two btrfs bugs that patches/fixes/ fixes, replayed by
  * tests/btrfs_corrupt_metadata.c; the make-test slice stays read-only
  * so that it stays short), FUZZ_MUT_MASK (a bit per mutation of an
  * image: which ones to apply, for narrowing a replay down; all).
@@ -120,7 +120,7 @@
 #define DEFAULT_IMAGES		32
 #define FS_SIZE			"128M"
 #define FIRST_INO		256	/* BTRFS_FIRST_FREE_OBJECTID: subvolume roots */
-#define CTX_KEY			41	/* BTRFS_FSCRYPT_INODE_CTX_KEY */
+#define CTX_KEY			LAB_BTRFS_FSCRYPT_INODE_CTX_KEY
 #define FT_ENCRYPTED		0x80	/* BTRFS_FT_ENCRYPTED */
 #define FE_SIZE			53	/* struct btrfs_file_extent_item */
 #define FE_ENCRYPTION		17

@@ -47,8 +47,8 @@
 
 #define TEST_NAME "btrfs_fscrypt_snapshot_keys"
 #define KEY_SEED 0x5a9a0001u
-#define SB_INCOMPAT_OFF (65536 + 188)	/* btrfs_super_block::incompat_flags */
-#define INCOMPAT_ENCRYPT (1ULL << 15)
+#define SB_INCOMPAT_OFF (65536 + LAB_BTRFS_SB_INCOMPAT_OFF)
+#define INCOMPAT_ENCRYPT LAB_BTRFS_INCOMPAT_ENCRYPT
 #define BLK 4096
 #define XTS_BLOCK 16
 

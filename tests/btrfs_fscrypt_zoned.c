@@ -30,6 +30,7 @@
  * Each filesystem ends with the patched `btrfs check --readonly`, which must
  * find it clean.  A console WARN (the old failure) fails the run by itself.
  */
+#include "btrfs_items.h"
 #include "fscrypt_fs.h"
 #include "btrfs_progs.h"
 #include "crc32c.h"
@@ -65,7 +66,7 @@
 #define SB_MAGIC_OFF 64
 #define SB_INCOMPAT_OFF 188
 #define INCOMPAT_ZONED (1ULL << 12)
-#define INCOMPAT_ENCRYPT (1ULL << 15)
+#define INCOMPAT_ENCRYPT LAB_BTRFS_INCOMPAT_ENCRYPT
 
 static char nullb[PATH_MAX];	/* configfs directory of our device */
 static char dev[64];		/* /dev/nullbN */

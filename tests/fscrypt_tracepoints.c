@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The fscrypt tracepoints (patches/0001): enable them through tracefs, do
+ * The fscrypt tracepoints (patches/feature/0001): enable them through tracefs, do
  * encrypted I/O on ext4, and check that every event arrived with fields that
  * match what was done:
  *
@@ -146,7 +146,7 @@ int main(void)
 	int fd;
 
 	if (access(TRACEFS "/events/fscrypt", F_OK))
-		lab_die("no fscrypt events in " TRACEFS " (is patches/0001 applied, tracefs mounted?)");
+		lab_die("no fscrypt events in " TRACEFS " (is patches/feature/0001 applied, tracefs mounted?)");
 	if (lab_mkfs("mkfs.ext4 -q -F -O encrypt", dev) || lab_mount(dev, mnt, "ext4", NULL))
 		lab_die("cannot make and mount ext4 on %s", dev);
 	PATHF(dir, "%s/enc", mnt);

@@ -31,6 +31,7 @@
 #define OUT "/tmp/bpftrace.json"
 #define NBLOCKS 8
 #define ATTACH_TIMEOUT_S 600	/* bpftrace compiles with LLVM: slow under TCG */
+#define EXIT_TIMEOUT_S 300	/* from SIGINT to bpftrace's exit */
 
 static pid_t start_bpftrace(const char *script)
 {
@@ -187,17 +188,47 @@ static void encrypted_dir(const struct lab_fscrypt_fs *fs, const char *dev,
 		lab_die("cannot set up an encrypted directory %s: %s", dir, strerror(errno));
 }
 
-/* Stop bpftrace (SIGINT: it prints its maps) and return its output. */
+/* Print what @pid is doing: its state, wait channel and kernel stack. */
+static void show_task(pid_t pid)
+{
+	static const char *const what[] = { "status", "wchan", "stack" };
+	char path[64], *text;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what[i]);
+		text = read_file(path, &len);
+		printf("--- %s\n%s\n", path, text ? text : "(unreadable)");
+		free(text);
+	}
+}
+
+/*
+ * Stop bpftrace (SIGINT: it prints its maps) and return its output.  If it
+ * has not exited EXIT_TIMEOUT_S later, show where it is, kill it and fail,
+ * rather than leave the runner to kill the whole test without a word.
+ */
 static char *stop_bpftrace(pid_t pid)
 {
+	time_t end = time(NULL) + EXIT_TIMEOUT_S;
 	size_t len;
-	int status;
+	int status = 0;
 	char *json;
+	pid_t r;
 
 	kill(pid, SIGINT);
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "bpftrace exit status %#x", status);
+	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && time(NULL) < end)
+		sleep(1);
+	if (r == 0) {
+		CHECK(0, "bpftrace did not exit within %d s of SIGINT (its state below)",
+		      EXIT_TIMEOUT_S);
+		show_task(pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	} else {
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "bpftrace exit status %#x", status);
+	}
 	json = read_file(OUT, &len);
 	if (!json)
 		lab_die("no bpftrace output in %s", OUT);
@@ -252,6 +283,7 @@ static void check_bench_bt(const char *dev, const char *mnt)
 	close(fd);
 	CHECK_OK(lab_drop_caches("3"), "drop caches");
 	CHECK_FILE_EQUALS(file, data, sizeof(data));
+	printf("read back from a cold cache; stopping bpftrace\n");
 
 	json = stop_bpftrace(pid);
 	check_map_at_least(json, "bench.bt: ", "@crypt_blocks", "encrypt",
@@ -270,7 +302,7 @@ static void check_bench_bt(const char *dev, const char *mnt)
 		 */
 		check_map_between(json, "bench.bt: ", "@derive_by_context",
 				  "9", 1, 2);
-		check_map_between(json, "bench.bt: ", "@extent_info_setup",
+		check_map_between(json, "bench.bt: ", "@extent_key_setup",
 				  "derived", 1, 2);
 		/* the writes started one group; reads start none */
 		if (group_probe)
@@ -318,6 +350,7 @@ int main(void)
 	CHECK_OK(fsync_path(file), "fsync %s", file);
 	CHECK_OK(lab_drop_caches("1"), "drop page cache");
 	CHECK_FILE_EQUALS(file, data, sizeof(data));
+	printf("read back from a cold cache; stopping bpftrace\n");
 
 	json = stop_bpftrace(pid);
 	check_map_at_least(json, "", "@blocks", "encrypt", NBLOCKS);

@@ -42,7 +42,7 @@
 #   FUZZ_BOOTS       at most this many boots (default 20; 1: stop the run
 #                    at the first splat)
 #   FUZZ_REPORT=DIR  no boot: rebuild DIR's report from its boots
-#   KERNEL, ROOT     default build/bzImage-debug, build/root.img
+#   KERNEL, ROOT     default build/bzImage-6.12-debug, build/root.img
 #   FUZZ_BIN         default build/tests/bin/btrfs_fscrypt_fuzz
 #   TIMEOUT          per boot, default 1200 s + 20 s per image left
 #   FUZZ_RUN_OUT     the report directory (default as above)
@@ -64,7 +64,7 @@ if [ -n "${FUZZ_REPORT:-}" ]; then
 	report_only=1
 else
 	report_only=0
-	kernel=${KERNEL:-$build/bzImage-debug}
+	kernel=${KERNEL:-$build/bzImage-6.12-debug}
 	root=${ROOT:-$build/root.img}
 	bin=${FUZZ_BIN:-$build/tests/bin/btrfs_fscrypt_fuzz}
 	images=${FUZZ_IMAGES:-1000}
@@ -102,20 +102,20 @@ guest_secs=0
 ok=1
 
 # Where the line FILE:LINE of the tested kernel comes from: the series (which
-# patch) or linux-source, from build/linux's history (read only) at the
+# patch) or linux-source, from build/linux-6.12's history (read only) at the
 # kernel's tree_head; else whether the series changes the file at all.
 site_origin() { # file:line
 	local file=${1%%:*} line=${1##*:} head c
 	head=$(sed -n 's/^tree_head=//p' "$kernel.info" 2>/dev/null)
-	if [ -n "$head" ] && git -C "$top/build/linux" rev-parse -q --verify pristine >/dev/null 2>&1; then
+	if [ -n "$head" ] && git -C "$top/build/linux-6.12" rev-parse -q --verify pristine >/dev/null 2>&1; then
 		# (a boundary commit, the root, is printed with a leading ^)
-		c=$(git -C "$top/build/linux" blame -l -s -L "$line,$line" "$head" -- "$file" 2>/dev/null |
+		c=$(git -C "$top/build/linux-6.12" blame -l -s -L "$line,$line" "$head" -- "$file" 2>/dev/null |
 			awk '{ sub(/^\^/, "", $1); print $1 }')
 		if [ -n "$c" ]; then
-			if git -C "$top/build/linux" merge-base --is-ancestor "$c" pristine; then
+			if git -C "$top/build/linux-6.12" merge-base --is-ancestor "$c" pristine; then
 				echo "line $line of $file is linux-source's, not the series'"
 			else
-				echo "line $line of $file comes from the series: $(git -C "$top/build/linux" log -1 --format=%s "$c")"
+				echo "line $line of $file comes from the series: $(git -C "$top/build/linux-6.12" log -1 --format=%s "$c")"
 			fi
 			return
 		fi

@@ -28,7 +28,7 @@
 #   KEYLOAD_SECONDS   seconds of load per key mode (default 300)
 #   KEYLOAD_PROGRESS  a progress line every N seconds of load (default 60)
 #   KEYLOAD_OUT       the report directory (default as above)
-#   KERNEL, ROOT      default build/bzImage-debug, build/root.img
+#   KERNEL, ROOT      default build/bzImage-6.12-debug, build/root.img
 #   KEYLOAD_BIN       default build/tests/bin/btrfs_fscrypt_key_removal_writeback
 #   TIMEOUT           the boot's limit (default 2 x KEYLOAD_SECONDS + 2400 s)
 #
@@ -42,7 +42,7 @@ die() { echo "run-keyload.sh: $*" >&2; exit 2; }
 
 secs=${KEYLOAD_SECONDS:-300}
 progress=${KEYLOAD_PROGRESS:-60}
-kernel=${KERNEL:-$build/bzImage-debug}
+kernel=${KERNEL:-$build/bzImage-6.12-debug}
 root=${ROOT:-$build/root.img}
 bin=${KEYLOAD_BIN:-$build/tests/bin/$name}
 out=${KEYLOAD_OUT:-$build/reliability/keyload-$(date +%Y-%m-%d-%H%M%S)}

@@ -23,13 +23,13 @@
 # "PASS", "SKIP<TAB>reason" or "FAIL<TAB>reason". Exit status 0, 77 or 1.
 # The scratch images are deleted unless the test failed.
 #
-# Environment: KERNEL (default build/bzImage-debug), PHASE_TIMEOUT (seconds
+# Environment: KERNEL (default build/bzImage-6.12-debug), PHASE_TIMEOUT (seconds
 # per boot, default 600), ACCEL.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 name=${1:?usage: run-phased.sh NAME OUTDIR}
 out=${2:?usage: run-phased.sh NAME OUTDIR}
-kernel=${KERNEL:-$top/build/bzImage-debug}
+kernel=${KERNEL:-$top/build/bzImage-6.12-debug}
 timeout=${PHASE_TIMEOUT:-600}
 bin=$top/build/tests/phased/$name
 

@@ -39,7 +39,7 @@
 #                       its start (at the average cycle so far): the next
 #                       boot is the last, verify-only one, and the run
 #                       reports the cuts it made (not a failure)
-#   KERNEL, ROOT        default build/bzImage-debug, build/root.img
+#   KERNEL, ROOT        default build/bzImage-6.12-debug, build/root.img
 #   POWERCUT_BIN        default build/tests/powercut/btrfs_fscrypt_powercut
 #   ACCEL               auto (kvm if build/kvm-probe says it works, else
 #                       tcg), kvm or tcg
@@ -61,7 +61,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 setup_error() { echo "run-powercut.sh: setup error: $*" >&2; exit 2; }
 
-kernel=${KERNEL:-$build/bzImage-debug}
+kernel=${KERNEL:-$build/bzImage-6.12-debug}
 root=${ROOT:-$build/root.img}
 bin=${POWERCUT_BIN:-$build/tests/powercut/btrfs_fscrypt_powercut}
 guest=$top/tests/powercut/guest-powercut.sh

@@ -174,7 +174,7 @@ done
 {
 	echo "# Reliability figures"
 	echo
-	echo "Run directory $out. Parts run here used kernel $(basename "${KERNEL:-$build/bzImage-debug}") (series $(sed -n 's/^series_hash=//p' "${KERNEL:-$build/bzImage-debug}.info" 2>/dev/null)); a part taken from an earlier run names its own kernel and date in its summary.md (in its subdirectory, as every part's report)."
+	echo "Run directory $out. Parts run here used kernel $(basename "${KERNEL:-$build/bzImage-6.12-debug}") (series $(sed -n 's/^series_hash=//p' "${KERNEL:-$build/bzImage-6.12-debug}.info" 2>/dev/null)); a part taken from an earlier run names its own kernel and date in its summary.md (in its subdirectory, as every part's report)."
 	echo
 	echo "| part | tried | checked | clean errors | lost / bugs | splats | duration | result |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -20,7 +20,7 @@
 #   STRESS_SCRATCH   size of the scratch disk (default 2G)
 #   STRESS_OUT       the report directory (default
 #                    build/reliability/stress-<date>-<time>)
-#   KERNEL, ROOT     default build/bzImage-debug, build/root.img
+#   KERNEL, ROOT     default build/bzImage-6.12-debug, build/root.img
 #   STRESS_BIN       default build/tests/bin/btrfs_fscrypt_stress
 #   TIMEOUT          the whole boot (default STRESS_SECONDS + 1800 s)
 #
@@ -43,7 +43,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 die() { echo "run-stress.sh: $*" >&2; exit 2; }
 
-kernel=${KERNEL:-$build/bzImage-debug}
+kernel=${KERNEL:-$build/bzImage-6.12-debug}
 root=${ROOT:-$build/root.img}
 bin=${STRESS_BIN:-$build/tests/bin/btrfs_fscrypt_stress}
 seconds=${STRESS_SECONDS:-600}

@@ -36,11 +36,13 @@
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$top/build
-kernel=${KERNEL:-$build/bzImage-debug}
-# The kernel series' patch files: patches/*.patch on 6.1, patches/BASE/*/ on
-# another base (Makefile: BASE).
+kernel=${KERNEL:-$build/bzImage-6.12-debug}
+# The kernel series' patch files: those of every series patches/series lists.
 series_patch_files() {
-	if [ "${BASE:-6.1}" = 6.1 ]; then ls "$top"/patches/*.patch; else ls "$top/patches/$BASE"/*/*.patch 2>/dev/null; fi
+	local d
+	for d in $(grep -v '^[[:space:]]*\(#\|$\)' "$top/patches/series"); do
+		ls "$top/patches/$d"/*.patch 2>/dev/null
+	done
 }
 stamp=$(date +%Y%m%d-%H%M%S)
 start_epoch=$(date +%s)
@@ -234,7 +236,10 @@ guest_report() { # expected-test...
 		report "$status" "guest/$name" "$secs" "$reason" "$log"
 	done <<<"$rows"
 
-	if [ -n "${splat[boot]:-}" ]; then
+	if [ ! -s "$con" ]; then
+		# no splat to find in a console that is not there: the VM never ran
+		report FAIL guest/boot "" "no console output: the VM did not start (${verdict:-no verdict}); see the runner's messages above" ""
+	elif [ -n "${splat[boot]:-}" ]; then
 		# its log: the console from the splat on
 		sed -n "${splat_at[boot]},+40p" "$con" | tr -d '\r' >"$run/boot-splat.log"
 		report FAIL guest/boot "" "${splat[boot]/during the test/before the first test}" "$run/boot-splat.log"

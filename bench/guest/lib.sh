@@ -620,7 +620,7 @@ slab_snapshot() { # file
 
 tfs=/sys/kernel/tracing
 # The events counted; those this kernel lacks are left out (and so count 0).
-count_events="fscrypt_extent_lookup fscrypt_extent_info_setup fscrypt_derive_key
+count_events="fscrypt_extent_lookup fscrypt_extent_key_setup fscrypt_derive_key
 	fscrypt_key_slot_program fscrypt_key_slot_evict fscrypt_extent_group_start"
 
 # Record the fscrypt events into an empty trace buffer of 16 MiB per CPU
@@ -637,7 +637,7 @@ trace_start() {
 
 # Stop recording and print "phase<TAB>counter<TAB>value" lines: lookups
 # (and those that derived a key), key setups that derived a key or found it
-# cached (fscrypt_extent_info_setup), HKDF derivations (all, and per HKDF
+# cached (fscrypt_extent_key_setup), HKDF derivations (all, and per HKDF
 # context), key-slot programs and evictions, key-group starts per reason,
 # and the events the buffer lost (must be 0 for the counts to be whole).
 trace_counts() { # phase
@@ -658,7 +658,7 @@ trace_counts() { # phase
 		/^#/ || !match($0, / fscrypt_[a-z_]+: /) { next }
 		{ ev = substr($0, RSTART + 1, RLENGTH - 3) }
 		ev == "fscrypt_extent_lookup" { n["lookups"]++; if (field("derived") == "1") n["lookups_derived"]++ }
-		ev == "fscrypt_extent_info_setup" && field("ret") == "0" {
+		ev == "fscrypt_extent_key_setup" && field("ret") == "0" {
 			n[field("cached") == "1" ? "key_setups_cached" : "key_setups_derived"]++
 		}
 		ev == "fscrypt_derive_key" { n["derivations"]++; n["derivations_context_" field("context")]++ }

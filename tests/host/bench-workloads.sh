@@ -166,6 +166,7 @@ btrfs-plain|btrfs|mkfs.btrfs -q -f||plain|none|
 ext4-inode|ext4|mkfs.ext4 -q -F -O encrypt||enc|per-inode|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
 ext4-plain|ext4|mkfs.ext4 -q -F||plain|none|echo 1000000 > /sys/fs/ext4/vdq/mb_stream_req
 btrfs-extent-ctxitem|btrfs|mkfs.btrfs -q -f|fscrypt_extents_per_key=0,lab_fscrypt_ctx_items|enc|per-extent|
+btrfs-extent-ctxitem unsupported: the layout prototype (mount option lab_fscrypt_ctx_items) was a lab patch of the retired 6.1 series; git history has it (patches/0028-*)
 valid_arm ok"
 rm -f "$feat/sys/fs/btrfs/features/encrypt_extent_keys"
 same "arms on a kernel without (btrfs-extent and btrfs-extent-key skipped, btrfs-inode without the option)" "$(arm_all "$feat" | grep -E '^btrfs-(extent|inode)' | grep -v '^btrfs-extent-ctxitem')" \
@@ -182,7 +183,7 @@ echo "== fscrypt event counts of a count pass (trace_start, trace_counts of benc
 # here, as on a kernel before key groups) are left out.
 ftfs=$(mktemp -d)
 mkdir -p "$ftfs/per_cpu/cpu0" "$ftfs/per_cpu/cpu1"
-for e in fscrypt_extent_lookup fscrypt_extent_info_setup fscrypt_derive_key fscrypt_key_slot_program fscrypt_key_slot_evict; do
+for e in fscrypt_extent_lookup fscrypt_extent_key_setup fscrypt_derive_key fscrypt_key_slot_program fscrypt_key_slot_evict; do
 	mkdir -p "$ftfs/events/fscrypt/$e" && echo 0 >"$ftfs/events/fscrypt/$e/enable"
 done
 echo 1408 >"$ftfs/buffer_size_kb"
@@ -207,11 +208,11 @@ cat >"$ftfs/trace" <<'TRACE'
 #
 #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
              fio-300     [001] .....    12.000001: fscrypt_extent_lookup: dev=254:48 ino=257 lblk=0 offset=0 nr_blocks=1 derived=1 key_id=7 extent_nr=0 ret=0 duration_ns=900
-             fio-300     [001] .....    12.000002: fscrypt_extent_info_setup: dev=254:48 id=7 cached=0 ret=0 duration_ns=800
+             fio-300     [001] .....    12.000002: fscrypt_extent_key_setup: dev=254:48 id=7 cached=0 ret=0 duration_ns=800
              fio-300     [001] .....    12.000003: fscrypt_derive_key: context=9 info_len=16 key_len=64 ret=0 duration_ns=700
              fio-300     [001] .....    12.000004: fscrypt_extent_lookup: dev=254:48 ino=257 lblk=1 offset=0 nr_blocks=1 derived=0 key_id=7 extent_nr=1 ret=0 duration_ns=90
-             fio-300     [001] .....    12.000005: fscrypt_extent_info_setup: dev=254:48 id=7 cached=1 ret=0 duration_ns=80
-             fio-300     [001] .....    12.000006: fscrypt_extent_info_setup: dev=254:48 id=8 cached=0 ret=-12 duration_ns=80
+             fio-300     [001] .....    12.000005: fscrypt_extent_key_setup: dev=254:48 id=7 cached=1 ret=0 duration_ns=80
+             fio-300     [001] .....    12.000006: fscrypt_extent_key_setup: dev=254:48 id=8 cached=0 ret=-12 duration_ns=80
   kworker/u4:1-40    [000] .....    12.000007: fscrypt_key_slot_program: dev=254:48 slot=0 evicted_id=0 id=7 ret=0 duration_ns=300
   kworker/u4:1-40    [000] .....    12.000008: fscrypt_key_slot_evict: slot=0 id=7
              fio-300     [001] .....    12.000009: fscrypt_derive_key: context=2 info_len=16 key_len=64 ret=0 duration_ns=700

@@ -7,7 +7,8 @@
 #   - a series that names a missing file says so;
 #   - the config assertion names every fragment option that is not set,
 #     and passes a config that has them all;
-#   - a series of series (BASE=6.12: patches/6.12/series lists directories)
+#   - BASE=6.1, retired, is refused with where the 6.1 series is;
+#   - a series of series (patches/series lists directories)
 #     applies each directory's patches in order, ends each with an empty
 #     "lab: end of series DIR" commit that carries the cover letter, and
 #     export splits the history back into the same directories, patches
@@ -22,16 +23,16 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # A fake source tree, and patches made against it with git.
-mkdir -p "$tmp/src/linux-source-6.1"
-printf 'VERSION = 6\nPATCHLEVEL = 1\n' >"$tmp/src/linux-source-6.1/Makefile"
-printf 'line one\nline two\n' >"$tmp/src/linux-source-6.1/README"
-tar -cJf "$tmp/fake.tar.xz" -C "$tmp/src" linux-source-6.1
-git -C "$tmp/src/linux-source-6.1" init -q
-g() { git -C "$tmp/src/linux-source-6.1" -c user.name=t -c user.email=t@t "$@"; }
+mkdir -p "$tmp/src/linux-source-6.12"
+printf 'VERSION = 6\nPATCHLEVEL = 12\n' >"$tmp/src/linux-source-6.12/Makefile"
+printf 'line one\nline two\n' >"$tmp/src/linux-source-6.12/README"
+tar -cJf "$tmp/fake.tar.xz" -C "$tmp/src" linux-source-6.12
+git -C "$tmp/src/linux-source-6.12" init -q
+g() { git -C "$tmp/src/linux-source-6.12" -c user.name=t -c user.email=t@t "$@"; }
 # the lab's placeholder identity in the tree, which export replaces
-gl() { git -C "$tmp/src/linux-source-6.1" -c user.name=fscrypt-lab -c user.email=fscrypt-lab@localhost "$@"; }
+gl() { git -C "$tmp/src/linux-source-6.12" -c user.name=fscrypt-lab -c user.email=fscrypt-lab@localhost "$@"; }
 g add -A && g commit -q -m base
-echo 'line three' >>"$tmp/src/linux-source-6.1/README"
+echo 'line three' >>"$tmp/src/linux-source-6.12/README"
 gl commit -q -s -am "good: add a line"
 mkdir -p "$tmp/p"
 g format-patch -q --no-signature -o "$tmp/p" HEAD~1
@@ -46,8 +47,8 @@ run_tree() { # series-lines...
 		"$ks" tree >"$tmp/out" 2>&1
 }
 
-if run_tree 0001-good-add-a-line.patch && grep -q 'line three' "$tmp/build/linux/README" &&
-   [ "$(git -C "$tmp/build/linux" log --reverse --format=%s | head -n1)" = "linux-source-6.1 $(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || echo unknown) (pristine)" ]; then
+if run_tree 0001-good-add-a-line.patch && grep -q 'line three' "$tmp/build/linux-6.12/README" &&
+   [ "$(git -C "$tmp/build/linux-6.12" log --reverse --format=%s | head -n1)" = "linux-source-6.12 $(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown) (pristine)" ]; then
 	ok "good series applies on a pristine first commit"
 else
 	bad "good series: $(cat "$tmp/out")"
@@ -56,7 +57,7 @@ fi
 run_tree 0001-good-add-a-line.patch 0002-bad.patch
 rc=$?
 if [ $rc != 0 ] && grep -q 'patch 2/2 does not apply: .*0002-bad.patch' "$tmp/out" &&
-   grep -q 'linux-source-6.1 found:' "$tmp/out" && grep -q 'What to do' "$tmp/out"; then
+   grep -q 'linux-source-6.12 found:' "$tmp/out" && grep -q 'What to do' "$tmp/out"; then
 	ok "failing patch: exit $rc, names the patch, the version and what to do"
 else
 	bad "failing patch: exit $rc, output: $(cat "$tmp/out")"
@@ -70,7 +71,16 @@ else
 	bad "missing patch file: exit $rc, output: $(cat "$tmp/out")"
 fi
 
-# A series of series (BASE=6.12), from the same fake tarball.
+BUILD=$tmp/build PATCHES=$tmp/p LINUX_SOURCE_TARBALL=$tmp/fake.tar.xz BASE=6.1 \
+	"$ks" tree >"$tmp/out" 2>&1
+rc=$?
+if [ $rc = 2 ] && grep -q 'BASE=6.1 is retired.*git history has the 6.1 series' "$tmp/out"; then
+	ok "BASE=6.1: refused (exit 2), retired, where its series is"
+else
+	bad "BASE=6.1: exit $rc, output: $(cat "$tmp/out")"
+fi
+
+# A series of series, from the same fake tarball.
 mkdir -p "$tmp/n/feature" "$tmp/n/lab"
 cp "$tmp/p"/0001-*.patch "$tmp/n/feature/"
 printf '%s\n' "# feature" "$(basename "$tmp/p"/0001-*.patch)" >"$tmp/n/feature/series"

@@ -31,7 +31,7 @@ py=/usr/bin/python3
 host_need python3-numpy python3-scipy python3-matplotlib
 
 echo "== unit tests: reports/test_*.py"
-if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history reports.test_selfdescribing; then ok "unit tests"; else bad "unit tests"; fi
+if $py -m unittest -v reports.test_labstats reports.test_flame reports.test_verdicts reports.test_runmodel reports.test_history reports.test_selfdescribing reports.test_profiles; then ok "unit tests"; else bad "unit tests"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

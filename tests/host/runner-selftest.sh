@@ -14,7 +14,7 @@
 # lab-host-test: after-guest
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-kernel=${KERNEL:-$top/build/bzImage-debug}
+kernel=${KERNEL:-$top/build/bzImage-6.12-debug}
 work=$top/build/runs/runner-selftest
 rm -rf "$work"
 mkdir -p "$work"

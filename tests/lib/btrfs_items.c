@@ -153,7 +153,7 @@ int lab_btrfs_file_extents(const char *path, uint64_t ino,
 int lab_fscrypt_extent_ctx_decode(const uint8_t *buf, size_t len,
 				  struct lab_fscrypt_extent_ctx *ctx)
 {
-	uint64_t nr;
+	uint32_t nr;
 
 	memset(ctx, 0, sizeof(*ctx));
 	if (len < 2) {
@@ -173,7 +173,7 @@ int lab_fscrypt_extent_ctx_decode(const uint8_t *buf, size_t len,
 		ctx->id_off = LAB_FSCRYPT_EXTENT_CTX_V2_ID_OFF;
 		ctx->nonce_off = LAB_FSCRYPT_EXTENT_CTX_V2_NONCE_OFF;
 		memcpy(&nr, buf + LAB_FSCRYPT_EXTENT_CTX_V2_NR_OFF, sizeof(nr));
-		ctx->extent_nr = le64toh(nr);
+		ctx->extent_nr = le32toh(nr);
 	} else {
 		errno = EINVAL;
 		return -1;

@@ -5,22 +5,30 @@
  * on-disk format that the encryption series adds, which the system's
  * <linux/btrfs_tree.h> does not know:
  *
- *  - inode flags BTRFS_INODE_ENCRYPT (bit 12) and
- *    BTRFS_INODE_ENCRYPT_PER_EXTENT (bit 13, regular files only);
+ *  - incompat feature BTRFS_FEATURE_INCOMPAT_ENCRYPT (bit 40);
+ *  - inode flags BTRFS_INODE_ENCRYPT (bit 20) and
+ *    BTRFS_INODE_ENCRYPT_PER_EXTENT (bit 21, regular files only);
+ *  - the inode's fscrypt context item, key type BTRFS_FSCRYPT_INODE_CTX_KEY
+ *    (46);
  *  - btrfs_file_extent_item::encryption: 0 none (holes, inline extents),
- *    1 fscrypt with per-inode keys, 2 fscrypt with per-extent keys;
- *  - with encryption 2, the 53-byte file extent item of a regular or
+ *    0x81 fscrypt with per-inode keys, 0x82 fscrypt with per-extent keys;
+ *  - with encryption 0x82, the 53-byte file extent item of a regular or
  *    preallocated extent is followed by the extent's fscrypt context, whose
  *    first byte is its version:
  *    - version 1 (a key per extent), 34 bytes: u8 version,
  *      u8 contents_encryption_mode, u8 master_key_identifier[16],
  *      u8 nonce[16];
- *    - version 2 (a key per key group), 44 bytes: u8 version,
+ *    - version 2 (a key per key group), 40 bytes: u8 version,
  *      u8 contents_encryption_mode, u8 flags (0), u8 reserved (0),
  *      u8 master_key_identifier[16], u8 key_nonce[16],
- *      __le64 extent_nr (the extent's number in its group, < 2^32).
+ *      __le32 extent_nr (the extent's number in its group).
  *    The key is HKDF(master, context 9, nonce); the IV of data unit b of
- *    the extent is le64(b) || le64(extent_nr) (extent_nr 0 for version 1).
+ *    the extent is the 64-bit DUN extent_nr << 32 | b, little endian,
+ *    zero-padded to the IV size (extent_nr 0 for version 1).
+ *
+ * None of these numbers is one that upstream's btrfs fscrypt series (v7:
+ * incompat bit 15, inode flag bit 12, key types 41 and 42, encryption 1)
+ * gives another meaning; see patches/UPSTREAM-V7.md.
  *
  * Return convention as in lab.h: 0 on success, -1 with errno set.
  */
@@ -30,12 +38,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LAB_BTRFS_INODE_ENCRYPT			(1ULL << 12)
-#define LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT	(1ULL << 13)
+#define LAB_BTRFS_INCOMPAT_ENCRYPT		(1ULL << 40)
+#define LAB_BTRFS_SB_INCOMPAT_OFF		188	/* in the superblock */
+
+#define LAB_BTRFS_INODE_ENCRYPT			(1ULL << 20)
+#define LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT	(1ULL << 21)
+
+#define LAB_BTRFS_FSCRYPT_INODE_CTX_KEY		46
 
 #define LAB_BTRFS_ENCRYPTION_NONE		0
-#define LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE	1
-#define LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT	2
+#define LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE	0x81
+#define LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT	0x82
 
 /* struct btrfs_file_extent_item: its size and where ::encryption is. */
 #define LAB_BTRFS_FILE_EXTENT_SIZE		53
@@ -49,8 +62,8 @@
 #define LAB_FSCRYPT_EXTENT_CTX_V1		1
 #define LAB_FSCRYPT_EXTENT_CTX_V2		2
 #define LAB_FSCRYPT_EXTENT_CTX_V1_SIZE		34
-#define LAB_FSCRYPT_EXTENT_CTX_V2_SIZE		44
-#define LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE		44
+#define LAB_FSCRYPT_EXTENT_CTX_V2_SIZE		40
+#define LAB_FSCRYPT_EXTENT_CTX_MAX_SIZE		40
 #define LAB_FSCRYPT_EXTENT_CTX_VERSION_OFF	0
 #define LAB_FSCRYPT_EXTENT_CTX_MODE_OFF		1
 #define LAB_FSCRYPT_EXTENT_CTX_V1_ID_OFF	2

@@ -72,7 +72,7 @@ int lab_btrfs_progs_patched(char *why, size_t size)
 	} else if (!strstr(out, LAB_BTRFS_PROGS_EXTENT_CTX_TAG)) {
 		ok = 0;
 		snprintf(why, size,
-			 "the image's patched btrfs-progs predate v2 extent contexts (`btrfs version`: %.100s); rebuild it with make image",
+			 "the image's patched btrfs-progs predate the 6.12 format, ENCRYPT bit 40 (`btrfs version`: %.100s); rebuild it with make image",
 			 strtok(out, "\n"));
 	}
 	free(out);

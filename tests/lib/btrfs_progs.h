@@ -5,7 +5,7 @@
  * `btrfs check --readonly` and `btrfs inspect-internal dump-tree`.
  *
  * Debian's btrfs-progs 6.2 refuses a filesystem with the ENCRYPT incompat
- * bit ("unsupported option features (8000)").  The patched ones say
+ * bit ("unsupported option features (10000000000)").  The patched ones say
  * LAB_BTRFS_PROGS_TAG in `btrfs version`; without them a test that needs
  * them skips with that reason (never passes silently).
  */
@@ -17,16 +17,16 @@
 /* What the patched programs append to their version string. */
 #define LAB_BTRFS_PROGS_TAG "+fscrypt-lab"
 /*
- * ... and, since they decode v2 extent contexts (key groups: 44 bytes, item
- * size 97), also this.  Older patched ones take every v2 context for a
- * corrupt one ("wrong size for its version").
+ * ... and, since they know the 6.12 series' format (ENCRYPT bit 40, v2
+ * extent contexts of 40 bytes: item size 93), also this.  Patched ones of
+ * the 6.1 series' format refuse such a filesystem (an unknown incompat bit).
  */
-#define LAB_BTRFS_PROGS_EXTENT_CTX_TAG "extent contexts v1 v2"
+#define LAB_BTRFS_PROGS_EXTENT_CTX_TAG "ENCRYPT bit 40, extent contexts v1 v2"
 
 /*
- * Are the patched btrfs-progs in the image, and do they know both extent
- * context versions?  1 if so; 0 if not, with the reason (what `btrfs
- * version` said) in @why[@size].
+ * Are the patched btrfs-progs in the image, and do they know this format?
+ * 1 if so; 0 if not, with the reason (what `btrfs version` said) in
+ * @why[@size].
  */
 int lab_btrfs_progs_patched(char *why, size_t size);
 

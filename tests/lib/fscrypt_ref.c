@@ -134,13 +134,30 @@ int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 	uint8_t iv[FREF_AES_BLOCK];
 
 	/*
-	 * fscrypt_generate_iv() (hi 0) and fscrypt_generate_extent_iv(): the
-	 * data unit index, then the extent number (0 for per-file keys and
-	 * version 1 extent contexts), both little endian.
+	 * fscrypt_generate_iv(): the DUN, little endian, then zeroes (@hi is
+	 * nonzero only for the negative control of the 128-bit layout).
 	 */
 	fref_tweak(iv, lo, hi);
 	return fref_encrypt(EVP_aes_256_xts(), NULL, key, iv, in, out, len,
 			    "AES-256-XTS");
+}
+
+uint64_t fref_extent_dun(uint64_t nr, uint64_t unit)
+{
+	return nr << 32 | unit;
+}
+
+int fref_encrypt_extent_unit(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t nr,
+			     uint64_t unit, const uint8_t *in, uint8_t *out,
+			     size_t len)
+{
+	if (nr >> 32 || unit >> 32) {
+		printf("fscrypt_ref: extent %llu data unit %llu does not fit a 64-bit DUN\n",
+		       (unsigned long long)nr, (unsigned long long)unit);
+		return -1;
+	}
+	return fref_encrypt_block_tweak(key, fref_extent_dun(nr, unit), 0, in,
+					out, len);
 }
 
 int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
@@ -304,6 +321,27 @@ static int fref_selftest_tweak(void)
 			printf("fscrypt_ref selftest: fref_encrypt_block(%llu) is not the tweak (%llu, 0)\n",
 			       (unsigned long long)tw[k].lo,
 			       (unsigned long long)tw[k].lo);
+			return -1;
+		}
+	}
+	/*
+	 * The 64-bit DUN of key groups, written out: extent 0x0102, data unit
+	 * 5 is le64(0x0000010200000005) then zeroes; a data unit or extent
+	 * number of 2^32 is refused.
+	 */
+	{
+		static const uint8_t iv[FREF_AES_BLOCK] = { 5, 0, 0, 0, 2, 1 };
+
+		if (fref_encrypt_extent_unit(key, 0x0102, 5, in, a, UNIT) ||
+		    fref_xts_by_hand(key, iv, in, b, CHECKED))
+			return -1;
+		if (memcmp(a, b, CHECKED * FREF_AES_BLOCK) != 0) {
+			printf("fscrypt_ref selftest: extent 0x102 data unit 5 is not under the DUN 0x10200000005\n");
+			return -1;
+		}
+		if (fref_encrypt_extent_unit(key, 0, 1ULL << 32, in, a, UNIT) == 0 ||
+		    fref_encrypt_extent_unit(key, 1ULL << 32, 0, in, a, UNIT) == 0) {
+			printf("fscrypt_ref selftest: a data unit or extent number of 2^32 was accepted\n");
 			return -1;
 		}
 	}

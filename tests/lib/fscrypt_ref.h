@@ -75,12 +75,28 @@ int fref_encrypt_block(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lblk,
 
 /*
  * AES-256-XTS of one data unit with the 16-byte tweak le64(@lo) ||
- * le64(@hi): per-extent keys, @lo = the data unit's index in its extent as
- * first written, @hi = the extent's number in its key group
- * (fscrypt_generate_extent_iv()).
+ * le64(@hi).  fscrypt's IVs all have @hi = 0; a nonzero @hi is the layout
+ * of the 6.1 series' key groups (the extent number in tweak bytes 8-15),
+ * which the tests keep as a negative control.
  */
 int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 			     uint64_t hi, const uint8_t *in, uint8_t *out,
+			     size_t len);
+
+/*
+ * The 64-bit DUN of data unit @unit of extent @nr in its key group
+ * (fscrypt_extent_dun()): @nr in the high 32 bits, @unit in the low 32.
+ * Both must be below 2^32; the kernel refuses extents that would not fit.
+ */
+uint64_t fref_extent_dun(uint64_t nr, uint64_t unit);
+
+/*
+ * AES-256-XTS of data unit @unit of the extent numbered @nr in its key group
+ * (0 for a version 1 context): the tweak is le64(fref_extent_dun()) and
+ * zeroes.  Fails (-1, printed) if @nr or @unit is 2^32 or more.
+ */
+int fref_encrypt_extent_unit(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t nr,
+			     uint64_t unit, const uint8_t *in, uint8_t *out,
 			     size_t len);
 
 /*
@@ -106,7 +122,9 @@ int fref_encrypt_name(const uint8_t key[FREF_CTS_KEY_SIZE], const char *name,
  * fref_encrypt_block_tweak() equal XTS built by hand from AES-256-ECB
  * (T = E_K2(le64(lo) || le64(hi)), C_j = E_K1(P_j ^ T_j) ^ T_j,
  * T_j+1 = T_j * x in GF(2^128)), so the extent number really is the
- * tweak's high half, little endian.  Returns 0 if all agree, -1 (printed)
+ * tweak's high half, little endian; and fref_encrypt_extent_unit() puts
+ * the extent number in DUN bits 32-63 and refuses what does not fit.
+ * Returns 0 if all agree, -1 (printed)
  * otherwise.
  */
 int fref_selftest(void);
