@@ -14,7 +14,10 @@
  *    appended to under both, a per-inode-key file
  *    (`remount,fscrypt_per_inode_keys`), short and 255-byte encrypted
  *    names, a subdirectory of long names, an empty file, two symlinks, a
- *    reflinked copy (FICLONE) and a partial one (FICLONERANGE); a snapshot
+ *    reflinked copy (FICLONE) and a partial one (FICLONERANGE); a
+ *    directory of a second master key whose file is partly reflinked into
+ *    a file of the first (sv then records both keys, key type 47; the
+ *    walks add the first key only, so those ranges read ENOKEY); a snapshot
  *    of sv, after which sv is written again.  The transaction boundaries
  *    are explicit (commit=300 and syncfs), so the layout is the same from
  *    run to run; the nonces are the kernel's random ones.
@@ -34,7 +37,9 @@
  *    of inode context items (key type 46), of the 34/40-byte extent
  *    contexts after file extent items, of the encrypted dir items and
  *    names, of encrypted symlink targets (inline extents of encrypted
- *    inodes), the file extent item's encryption byte (alone or with a new
+ *    inodes), of the subvolume's key records (identifier, flags, and the
+ *    key offset that must repeat the identifier's first bytes), the file
+ *    extent item's encryption byte (alone or with a new
  *    item size), resized items (as the kernel resizes them, so that the
  *    leaf stays well-formed), and flips anywhere in the used bytes of
  *    those leaves (header, item headers, item data).  Each changed leaf
@@ -89,6 +94,7 @@
  * prints the same as a table.  Exit 0 if no image found a bug.
  */
 #include "btrfs_items.h"
+#include "btrfs_leaf.h"
 #include "btrfs_raw.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
@@ -131,8 +137,11 @@
 #define INODE_NLINK_OFF		40
 #define INODE_MODE_OFF		52
 #define INODE_FLAGS_OFF		64
-#define INODE_FLAG_ENCRYPT_BIT	12	/* BTRFS_INODE_ENCRYPT */
-#define INODE_FLAG_PER_EXTENT_BIT 13	/* BTRFS_INODE_ENCRYPT_PER_EXTENT */
+#define INODE_FLAG_ENCRYPT_BIT	20	/* BTRFS_INODE_ENCRYPT */
+#define INODE_FLAG_PER_EXTENT_BIT 21	/* BTRFS_INODE_ENCRYPT_PER_EXTENT */
+#define INODE_FLAG_UPSTREAM_BIT	12	/* upstream v7's ENCRYPT */
+#define KEY_ITEM_KEY		LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY
+#define KEY_SEED2		0x14f023u
 #define READ_CAP		(1u << 20)
 #define MAX_DEPTH		12
 #define MAX_ENTRIES		4096
@@ -146,6 +155,7 @@
 static const char *dev, *mnt, *save_dev, *out_dir;
 static uint64_t seed;
 static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+static uint8_t key2_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 
 /* ---- small things ------------------------------------------------------------------ */
 
@@ -571,6 +581,20 @@ static void make_pristine(void)
 	put("sv/enc/prealloc", 4096, 4096, 0xa008, 1);
 	put("sv/enc/sparse", 0, 4096, 0xa009, 1);
 	put("sv/enc/sparse", 40960, 4096, 0xa00a, 1);
+	/*
+	 * a second master key, recorded by sv (key items), whose extents a
+	 * file of the first holds: the walks add the first key only, so
+	 * those ranges read ENOKEY, in the reference as in every image
+	 */
+	if (lab_add_key(mnt, KEY_SEED2, key2_id))
+		lab_die("add the second key: %s", strerror(errno));
+	make_dir("sv/enc2");
+	PATHF(rel, "%s/sv/enc2", mnt);
+	if (lab_set_policy(rel, key2_id))
+		lab_die("set policy on %s: %s", rel, strerror(errno));
+	put("sv/enc2/k2", 0, 8192, 0xe001, 1);
+	put("sv/enc/xk", 0, 4096, 0xe002, 1);
+	clone("sv/enc2/k2", "sv/enc/xk", 0, 8192, 4096);
 	commit();
 	/* version 1 contexts */
 	remount("fscrypt_extents_per_key=1");
@@ -621,14 +645,17 @@ static void make_pristine(void)
 static struct braw_fs fs;
 static struct braw_image pristine;
 
-enum cls { T_CTX, T_EXTCTX, T_EXTENC, T_DIR, T_SYMLINK, T_RESIZE, T_INODE, T_LEAF, NCLS };
+enum cls {
+	T_CTX, T_EXTCTX, T_EXTENC, T_DIR, T_SYMLINK, T_RESIZE, T_INODE, T_KEYREC,
+	T_LEAF, NCLS
+};
 
 static const char *const cls_name[NCLS] = {
 	"inode-context", "extent-context", "extent-encryption", "dir-item",
-	"symlink", "resize", "inode-item", "leaf",
+	"symlink", "resize", "inode-item", "key-record", "leaf",
 };
 /* how often each class is picked, out of 100 */
-static const unsigned cls_weight[NCLS] = { 14, 20, 8, 14, 6, 9, 7, 22 };
+static const unsigned cls_weight[NCLS] = { 14, 18, 8, 13, 6, 9, 7, 5, 20 };
 
 struct leafinfo {
 	uint64_t logical, tree, phys;
@@ -701,6 +728,10 @@ static void classify_item(const unsigned char *blk, uint32_t leaf, uint32_t slot
 	} else if ((k.type == BTRFS_DIR_ITEM_KEY || k.type == BTRFS_DIR_INDEX_KEY) &&
 		   size >= DIR_ITEM_HDR && (d[29] & FT_ENCRYPTED)) {
 		add_target(T_DIR, leaf, slot);
+		add_target(T_RESIZE, leaf, slot);
+		*fscrypt = 1;
+	} else if (k.type == KEY_ITEM_KEY) {
+		add_target(T_KEYREC, leaf, slot);
 		add_target(T_RESIZE, leaf, slot);
 		*fscrypt = 1;
 	} else if (k.type == BTRFS_INODE_ITEM_KEY && size == INODE_ITEM_SIZE &&
@@ -1575,6 +1606,9 @@ static const struct field ectx_v1_fields[] = {
 	{ "version", 0, 1 }, { "mode", 1, 1 }, { "key_identifier", 2, 16 },
 	{ "nonce", 18, 16 },
 };
+static const struct field keyrec_fields[] = {
+	{ "identifier", 0, 16 }, { "identifier prefix", 0, 8 }, { "flags", 16, 8 },
+};
 static const struct field dir_fields[] = {
 	{ "location objectid", 0, 8 }, { "location type", 8, 1 },
 	{ "location offset", 9, 8 }, { "transid", 17, 8 },
@@ -1608,6 +1642,7 @@ static const char *key_type_name(uint8_t t)
 	case BTRFS_INODE_EXTREF_KEY: return "INODE_EXTREF";
 	case BTRFS_XATTR_ITEM_KEY: return "XATTR_ITEM";
 	case CTX_KEY: return "FSCRYPT_INODE_CTX";
+	case KEY_ITEM_KEY: return "FSCRYPT_KEY";
 	case BTRFS_DIR_ITEM_KEY: return "DIR_ITEM";
 	case BTRFS_DIR_INDEX_KEY: return "DIR_INDEX";
 	case BTRFS_EXTENT_DATA_KEY: return "EXTENT_DATA";
@@ -1837,6 +1872,23 @@ static void mutate_one(struct image *im)
 		f[7].len = size > DIR_ITEM_HDR ? size - DIR_ITEM_HDR : 0;
 		damage_fields(im, blk, start, size, f, f[7].len ? 8 : 7, what);
 		break;
+	case T_KEYREC:
+		/* the key offset must be the identifier's first 8 bytes */
+		if (rng_below(&im->rng, 4) == 0) {
+			struct braw_key nk = k;
+
+			nk.offset = rng_below(&im->rng, 2) ? k.offset ^ 1 :
+				    interesting_value(&im->rng, 8, k.offset);
+			braw_item_set_key(blk, t->slot, &nk);
+			text_add(&im->desc, "%s key offset -> %llu; ", what,
+				 (unsigned long long)nk.offset);
+			snprintf(im->label[im->t.cur], sizeof(im->label[0]),
+				 "key-record offset");
+			break;
+		}
+		damage_fields(im, blk, start, size, keyrec_fields,
+			      sizeof(keyrec_fields) / sizeof(f[0]), what);
+		break;
 	case T_SYMLINK:
 		memcpy(f, inline_fields, sizeof(inline_fields));
 		f[7].len = size > 23 ? size - 23 : 0;
@@ -1845,7 +1897,8 @@ static void mutate_one(struct image *im)
 	case T_INODE: {
 		static const unsigned bits[] = {
 			INODE_FLAG_ENCRYPT_BIT, INODE_FLAG_PER_EXTENT_BIT,
-			INODE_FLAG_ENCRYPT_BIT, INODE_FLAG_PER_EXTENT_BIT, 14, 0, 3, 31,
+			INODE_FLAG_ENCRYPT_BIT, INODE_FLAG_PER_EXTENT_BIT,
+			INODE_FLAG_UPSTREAM_BIT, 0, 3, 31,
 		};
 		static const struct field inode_fields[] = {
 			{ "size", INODE_SIZE_OFF, 8 }, { "nlink", INODE_NLINK_OFF, 4 },

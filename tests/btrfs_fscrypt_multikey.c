@@ -62,7 +62,7 @@
 #define NBLK 8u
 #define SEED1 0x4b31u
 #define SEED2 0x4b32u
-#define KEY_ITEM_TYPE 47
+#define KEY_ITEM_TYPE LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY
 #define ROOT_DIR_INO 256
 #define EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
 #define MKFS "mkfs.btrfs -q -f"
@@ -150,8 +150,9 @@ static void check_records(const char *path, const char *what,
 	printf("%s: %zu key item(s)\n", what, n);
 	CHECK(n == nwant, "%s: %zu key items, expected %zu", what, n, nwant);
 	for (i = 0; i < n; i++) {
-		if (!CHECK(it[i].len == 24, "%s: key item %zu has %u bytes, expected 24",
-			   what, i, it[i].len))
+		if (!CHECK(it[i].len == LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE,
+			   "%s: key item %zu has %u bytes, expected %d", what, i,
+			   it[i].len, LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE))
 			continue;
 		CHECK(it[i].offset == braw_le64(it[i].data),
 		      "%s: key item at offset %llu, its identifier starts %llu", what,

@@ -32,6 +32,7 @@
 #define NBLOCKS 8
 #define ATTACH_TIMEOUT_S 600	/* bpftrace compiles with LLVM: slow under TCG */
 #define EXIT_TIMEOUT_S 300	/* from SIGINT to bpftrace's exit */
+#define RESEND_S 15		/* SIGINT again after this long (see stop_bpftrace()) */
 
 static pid_t start_bpftrace(const char *script)
 {
@@ -204,21 +205,38 @@ static void show_task(pid_t pid)
 }
 
 /*
- * Stop bpftrace (SIGINT: it prints its maps) and return its output.  If it
- * has not exited EXIT_TIMEOUT_S later, show where it is, kill it and fail,
+ * Stop bpftrace (SIGINT: it prints its maps) and return its output.
+ *
+ * bpftrace can miss a SIGINT: in this test it once stayed asleep in
+ * epoll_wait() 300 s after one (state S, wchan do_epoll_wait, no signal
+ * pending), as a lost wakeup between its signal flag and its wait would
+ * leave it.  So SIGINT is sent again every RESEND_S seconds, and the
+ * output says how many times.  If bpftrace has
+ * still not exited EXIT_TIMEOUT_S later, show where it is, kill it and fail,
  * rather than leave the runner to kill the whole test without a word.
  */
 static char *stop_bpftrace(pid_t pid)
 {
-	time_t end = time(NULL) + EXIT_TIMEOUT_S;
+	time_t start = time(NULL), end = start + EXIT_TIMEOUT_S;
+	time_t next = start + RESEND_S;
+	unsigned int resent = 0;
 	size_t len;
 	int status = 0;
 	char *json;
 	pid_t r;
 
 	kill(pid, SIGINT);
-	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && time(NULL) < end)
+	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && time(NULL) < end) {
 		sleep(1);
+		if (time(NULL) >= next) {
+			kill(pid, SIGINT);
+			resent++;
+			next = time(NULL) + RESEND_S;
+		}
+	}
+	if (resent)
+		printf("bpftrace took %lld s to exit; SIGINT sent again %u time(s)\n",
+		       (long long)(time(NULL) - start), resent);
 	if (r == 0) {
 		CHECK(0, "bpftrace did not exit within %d s of SIGINT (its state below)",
 		      EXIT_TIMEOUT_S);

@@ -10,6 +10,10 @@
  *    BTRFS_INODE_ENCRYPT_PER_EXTENT (bit 21, regular files only);
  *  - the inode's fscrypt context item, key type BTRFS_FSCRYPT_INODE_CTX_KEY
  *    (46);
+ *  - the record of a master key a subvolume's files may use, an item of
+ *    the root directory: [256, BTRFS_FSCRYPT_KEY_ITEM_KEY (47), the first 8
+ *    bytes of the identifier as a little-endian number], holding
+ *    u8 identifier[16] and __le64 flags (0);
  *  - btrfs_file_extent_item::encryption: 0 none (holes, inline extents),
  *    0x81 fscrypt with per-inode keys, 0x82 fscrypt with per-extent keys;
  *  - with encryption 0x82, the 53-byte file extent item of a regular or
@@ -45,6 +49,9 @@
 #define LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT	(1ULL << 21)
 
 #define LAB_BTRFS_FSCRYPT_INODE_CTX_KEY		46
+/* A master key a subvolume records: [256, 47, identifier prefix (le64)]. */
+#define LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY		47
+#define LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE		24	/* identifier[16], __le64 flags */
 
 #define LAB_BTRFS_ENCRYPTION_NONE		0
 #define LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE	0x81
