@@ -1050,8 +1050,8 @@ static const struct extent_case extent_cases[] = {
 	/* version 2 contexts (the default): fscrypt says why at load */
 	{ "v2-key-id", "flipped bit of the master key identifier", V2,
 	  edit_ctx_key_id, 0, 0, 0, AT_LOAD,
-	  "master key differs from the file's policy", V2_SIZE, V2, NULL,
-	  " file extent at offset 0: extent context does not fit the inode: master key identifier differs from the inode's policy" },
+	  "master key is not one the filesystem allows for the file", V2_SIZE, V2, NULL,
+	  " file extent at offset 0: extent context does not fit the inode: master key is neither the policy's nor recorded by the subvolume" },
 	{ "v2-version", "context version 9", V2,
 	  edit_ctx_byte, CTX_VERSION, 9, 0, AT_LOAD,
 	  "unknown version", V2_SIZE, 9, NULL,
@@ -1079,8 +1079,8 @@ static const struct extent_case extent_cases[] = {
 	/* version 1 contexts (fscrypt_extents_per_key=1) */
 	{ "v1-key-id", "flipped bit of the master key identifier", V1,
 	  edit_ctx_key_id, 0, 0, 0, AT_LOAD,
-	  "master key differs from the file's policy", V1_SIZE, V1, NULL,
-	  " file extent at offset 0: extent context does not fit the inode: master key identifier differs from the inode's policy" },
+	  "master key is not one the filesystem allows for the file", V1_SIZE, V1, NULL,
+	  " file extent at offset 0: extent context does not fit the inode: master key is neither the policy's nor recorded by the subvolume" },
 	{ "v1-version", "context version 9", V1,
 	  edit_ctx_byte, CTX_VERSION, 9, 0, AT_LOAD,
 	  "unknown version", V1_SIZE, 9, NULL,

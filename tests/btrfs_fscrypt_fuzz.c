@@ -17,7 +17,7 @@
  *    reflinked copy (FICLONE) and a partial one (FICLONERANGE); a
  *    directory of a second master key whose file is partly reflinked into
  *    a file of the first (sv then records both keys, key type 47; the
- *    walks add the first key only, so those ranges read ENOKEY); a snapshot
+ *    walks with the key add both); a snapshot
  *    of sv, after which sv is written again.  The transaction boundaries
  *    are explicit (commit=300 and syncfs), so the layout is the same from
  *    run to run; the nonces are the kernel's random ones.
@@ -583,8 +583,7 @@ static void make_pristine(void)
 	put("sv/enc/sparse", 40960, 4096, 0xa00a, 1);
 	/*
 	 * a second master key, recorded by sv (key items), whose extents a
-	 * file of the first holds: the walks add the first key only, so
-	 * those ranges read ENOKEY, in the reference as in every image
+	 * file of the first holds (the walks add both keys)
 	 */
 	if (lab_add_key(mnt, KEY_SEED2, key2_id))
 		lab_die("add the second key: %s", strerror(errno));
@@ -1336,7 +1335,7 @@ static int drop_caches(void)
 static void run_image(struct walk *w, int rw, int ctl2)
 {
 	struct img_res *r = w->res;
-	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE], id2[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	int i, e;
 
 	r->stage = 1;
@@ -1360,7 +1359,10 @@ static void run_image(struct walk *w, int rw, int ctl2)
 	walk(w, 0);
 	r->stage = 3;
 	r->t[3] = now();
+	/* both keys: the file under two keys reads whole */
 	r->addkey_err = lab_add_key(mnt, KEY_SEED, id) ? errno : 0;
+	if (!r->addkey_err)
+		r->addkey_err = lab_add_key(mnt, KEY_SEED2, id2) ? errno : 0;
 	if (r->addkey_err)
 		outcome(w, "top", FIRST_INO, ".", OP_ADDKEY, r->addkey_err);
 	drop_caches();
@@ -1379,6 +1381,8 @@ static void run_image(struct walk *w, int rw, int ctl2)
 	r->stage = 6;
 	r->t[6] = now();
 	r->rmkey_err = lab_remove_key(mnt, id, NULL) ? errno : 0;
+	if (!r->rmkey_err)
+		r->rmkey_err = lab_remove_key(mnt, id2, NULL) ? errno : 0;
 	if (r->rmkey_err && r->rmkey_err != r->addkey_err)
 		outcome(w, "top", FIRST_INO, ".", OP_RMKEY, r->rmkey_err);
 	r->stage = 7;

@@ -49,12 +49,12 @@
  * files still read; after re-adding, everything reads back again, and
  * after a remount.
  *
- * A file whose extents are under two master keys: the test tries to make
- * one (FICLONERANGE and FIDEDUPERANGE from a file of key B into a file of
- * key A, and setting key B's policy on a file of key A).  The series
- * refuses all three, so the sub-case is reported as skipped, with the
- * reason; if the kernel ever accepts one, that is a failure, since then
- * this test has to grow the sub-case.
+ * A file whose extents are under two master keys (per-extent keys only):
+ * FICLONERANGE from a file of key B gives a file of key A a block of key B;
+ * a dedupe then finds them different, and key B's policy on the file is
+ * refused.  Key B is removed: that block reads ENOKEY, the rest of the
+ * file reads; once key B is back, the whole file reads as written.  With
+ * per-inode keys the clone and the dedupe are refused (EOPNOTSUPP).
  *
  * Then the same with per-inode keys (mount option fscrypt_per_inode_keys).
  * A lockdep report (or any splat) fails the run through the console check
@@ -986,11 +986,13 @@ static int make_file(const char *path, size_t len, uint32_t seed)
 /* ---- a file whose extents are under two master keys ------------------------------- */
 
 /*
- * Try to give a file of key A extents of key B: clone and dedupe from a
- * file of key B with the same contents, and key B's policy set on the
- * file.  The series refuses all three (see the message below); a success
- * fails the test, since the sub-case then has to be written.  The file
- * must read back unchanged.
+ * A file of key A with a block of key B.  With per-extent keys, a
+ * FICLONERANGE from a file of key B gives it one (the policies differ in
+ * the key only); then a dedupe finds the contents different, key B's
+ * policy on the file is refused (EEXIST), and removing key B must lose
+ * nothing: the block reads ENOKEY while key B is away, the rest of the
+ * file reads, and everything reads back once key B is added again.  With
+ * per-inode keys, the clone and the dedupe are refused (EOPNOTSUPP).
  */
 static void two_key_file(int per_extent)
 {
@@ -1002,14 +1004,18 @@ static void two_key_file(int per_extent)
 	struct fscrypt_policy_v2 pol;
 	struct verify_count vc = { 0, 0 };
 	char a[PATH_MAX], b[PATH_MAX];
-	int want = per_extent ? EINVAL : EOPNOTSUPP;
-	int fa = -1, fb = -1, refused = 1;
-	unsigned char *expect;
+	unsigned char *expect = lab_pattern(4 * BLK, 0x2b2b);
+	unsigned char *bexpect = lab_pattern(4 * BLK, 0x2b2b);
+	unsigned char blk[BLK];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	int fa = -1, fb = -1, fd, tries;
+	uint32_t flags = 0;
+	size_t k;
 
 	PATHF(a, "%s/mix-a", enc);
 	PATHF(b, "%s/mix-b", encb);
 	if (!make_file(a, 4 * BLK, 0x2b2b) || !make_file(b, 4 * BLK, 0x2b2b))
-		return;
+		goto out;
 	fa = open(a, O_RDWR | O_CLOEXEC);
 	fb = open(b, O_RDWR | O_CLOEXEC);
 	if (!CHECK_OK(fa, "open %s", a) || !CHECK_OK(fb, "open %s", b))
@@ -1019,48 +1025,71 @@ static void two_key_file(int per_extent)
 	fcr.src_fd = fb;
 	fcr.src_length = BLK;
 	fcr.dest_offset = 2 * BLK;
-	refused &= CHECK_ERRNO(ioctl(fa, FICLONERANGE, &fcr), want,
-			       "FICLONERANGE of a block of %s (key B) into %s (key A)",
-			       b, a);
+	if (!per_extent)
+		CHECK_ERRNO(ioctl(fa, FICLONERANGE, &fcr), EOPNOTSUPP,
+			    "FICLONERANGE of a block of %s (key B) into %s (key A)", b, a);
+	else if (CHECK_OK(ioctl(fa, FICLONERANGE, &fcr),
+			  "FICLONERANGE of a block of %s (key B) into %s (key A)", b, a))
+		memcpy(expect + 2 * BLK, bexpect, BLK);	/* b's block 0 */
 
-	/* the same plaintext: without the policy check it would be shared */
 	memset(&dd, 0, sizeof(dd));
 	dd.r.src_length = 4 * BLK;
 	dd.r.dest_count = 1;
 	dd.info.dest_fd = fa;
 	if (CHECK_OK(ioctl(fb, FIDEDUPERANGE, &dd),
 		     "FIDEDUPERANGE of %s (key B) into %s (key A)", b, a))
-		refused &= CHECK(dd.info.status == -want,
-				 "FIDEDUPERANGE of %s (key B) into %s (key A): status %d, expected %d",
-				 b, a, dd.info.status, -want);
-	else
-		refused = 0;
+		CHECK(dd.info.status == (per_extent ? FILE_DEDUPE_RANGE_DIFFERS : -EOPNOTSUPP),
+		      "FIDEDUPERANGE of %s (key B) into %s (key A): status %d, expected %d",
+		      b, a, dd.info.status,
+		      per_extent ? FILE_DEDUPE_RANGE_DIFFERS : -EOPNOTSUPP);
 
 	lab_default_policy(&pol, key_id_b);
-	refused &= CHECK_ERRNO(lab_set_policy_v2(a, &pol), EEXIST,
-			       "key B's policy on %s (key A)", a);
-
+	CHECK_ERRNO(lab_set_policy_v2(a, &pol), EEXIST, "key B's policy on %s (key A)", a);
 	close(fa);
 	close(fb);
 	fa = fb = -1;
-	expect = lab_pattern(4 * BLK, 0x2b2b);
 	CHECK_OK(lab_drop_caches("3"), "drop caches");
-	verify_file("after the attempts to mix master keys", a, expect,
-		    4 * BLK, NULL, &vc);
-	verify_file("after the attempts to mix master keys", b, expect,
-		    4 * BLK, NULL, &vc);
-	free(expect);
-	if (refused)
-		printf("SKIP sub-case \"a file whose extents are under two master keys\" (%s keys): "
-		       "the kernel gives no way to make one: reflink and dedupe across policies are refused (%s, above: "
-		       "fs/btrfs/reflink.c btrfs_remap_file_range_prep() -> btrfs_fscrypt_may_share_extents() in fs/btrfs/fscrypt.c), "
-		       "a file's policy cannot change (EEXIST, fs/crypto/policy.c fscrypt_ioctl_set_policy()), "
-		       "and an extent context naming another master key is rejected at load (EUCLEAN, "
-		       "fs/crypto/extent.c fscrypt_check_extent_fields(): \"master key differs from the file's policy\")\n",
-		       per_extent ? "per-extent" : "per-inode", lab_errname(want));
-	else
-		printf("# the kernel let a file of key A take extents or the policy of key B: the two-key sub-case must be written\n");
+	verify_file("file of key A with a block of key B", a, expect, 4 * BLK, NULL, &vc);
+	if (!per_extent)
+		goto out;
+
+	/* key B away: its block of a reads ENOKEY, nothing else changes */
+	for (tries = 0; tries < 30; tries++) {
+		CHECK_OK(lab_drop_caches("3"), "drop caches");
+		if (!CHECK_OK(lab_remove_key(mnt, key_id_b, &flags), "remove key B"))
+			goto out;
+		if (lab_key_status(mnt, key_id_b) == FSCRYPT_KEY_STATUS_ABSENT)
+			break;
+		lab_sleep_ms(100);
+	}
+	CHECK(lab_key_status(mnt, key_id_b) == FSCRYPT_KEY_STATUS_ABSENT,
+	      "key B still %d after %d removals, all its files closed",
+	      lab_key_status(mnt, key_id_b), tries + 1);
+	fd = open(a, O_RDONLY | O_CLOEXEC);
+	if (CHECK_OK(fd, "open %s without key B", a)) {
+		for (k = 0; k < 4; k++) {
+			ssize_t r;
+
+			errno = 0;
+			r = pread(fd, blk, BLK, (off_t)(k * BLK));
+			if (k == 2)
+				EXPECT_ERRNO(r, errno, ENOKEY,
+					     "%s: read of the key B block without key B", a);
+			else
+				CHECK(r == BLK && !memcmp(blk, expect + k * BLK, BLK),
+				      "%s: block %zu without key B: %zd bytes, %s", a, k,
+				      r, r == BLK ? "different" : strerror(errno));
+		}
+		close(fd);
+	}
+	if (CHECK_OK(lab_add_raw_key(mnt, master_b, sizeof(master_b), id), "add key B again")) {
+		CHECK_OK(lab_drop_caches("3"), "drop caches");
+		verify_file("key B back", a, expect, 4 * BLK, NULL, &vc);
+		verify_file("key B back", b, bexpect, 4 * BLK, NULL, &vc);
+	}
 out:
+	free(expect);
+	free(bexpect);
 	if (fa >= 0)
 		close(fa);
 	if (fb >= 0)
