@@ -520,6 +520,19 @@ static void long_name(char *out, size_t len, unsigned i)
 	out[len] = '\0';
 }
 
+/* Add the master key of @seed (identifier to @id); make @rel a directory under it. */
+static void encrypted_dir(const char *rel, uint32_t seed, uint8_t *id)
+{
+	char path[PATH_MAX];
+
+	if (lab_add_key(mnt, seed, id))
+		lab_die("add the key of seed %#x: %s", seed, strerror(errno));
+	make_dir(rel);
+	PATHF(path, "%s/%s", mnt, rel);
+	if (lab_set_policy(path, id))
+		lab_die("set policy on %s: %s", path, strerror(errno));
+}
+
 static void make_pristine(void)
 {
 	char name[256], rel[PATH_MAX], target[200];
@@ -535,12 +548,7 @@ static void make_pristine(void)
 	put("control", 0, 192 << 10, 0xc0de0001u, 1);
 	lab_btrfs_subvol(mnt, "sv", -1);
 	put("sv/plainctl", 0, 64 << 10, 0xc0de0002u, 1);
-	if (lab_add_key(mnt, KEY_SEED, key_id))
-		lab_die("add key: %s", strerror(errno));
-	make_dir("sv/enc");
-	PATHF(rel, "%s/sv/enc", mnt);
-	if (lab_set_policy(rel, key_id))
-		lab_die("set policy on %s: %s", rel, strerror(errno));
+	encrypted_dir("sv/enc", KEY_SEED, key_id);
 	/* key groups (version 2 contexts): three fsynced pieces, three extents */
 	put("sv/enc/a", 0, 8192, 0xa001, 1);
 	put("sv/enc/a", 8192, 8192, 0xa002, 1);
@@ -585,12 +593,7 @@ static void make_pristine(void)
 	 * a second master key, recorded by sv (key items), whose extents a
 	 * file of the first holds (the walks add both keys)
 	 */
-	if (lab_add_key(mnt, KEY_SEED2, key2_id))
-		lab_die("add the second key: %s", strerror(errno));
-	make_dir("sv/enc2");
-	PATHF(rel, "%s/sv/enc2", mnt);
-	if (lab_set_policy(rel, key2_id))
-		lab_die("set policy on %s: %s", rel, strerror(errno));
+	encrypted_dir("sv/enc2", KEY_SEED2, key2_id);
 	put("sv/enc2/k2", 0, 8192, 0xe001, 1);
 	put("sv/enc/xk", 0, 4096, 0xe002, 1);
 	clone("sv/enc2/k2", "sv/enc/xk", 0, 8192, 4096);
