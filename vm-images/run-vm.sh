@@ -73,6 +73,11 @@ out=$(cd "$out" && pwd)
 rm -rf "$out/results" "$out/disks" "$out/verdict"
 mkdir -p "$out/results" "$out/disks"
 
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "[vm] FAIL: qemu-system-x86_64 is not installed; 'make test' and 'make bench' install it (package qemu-system-x86), or run: apt-get install qemu-system-x86" >&2
+	exit 2
+fi
+
 # --- acceleration -----------------------------------------------------------
 
 # A short boot under KVM with no root disk: a working KVM reaches the
