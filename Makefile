@@ -57,7 +57,7 @@ endef
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
-	@echo "make reliability [PARTS=\"fuzz powercut keyload stress\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
+	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
@@ -116,7 +116,8 @@ test:
 	@KERNEL=$(BUILD)/bzImage$(TAG)-debug tests/run-tests.sh
 
 # Issue #14's reliability figures on the debug kernel (tests/run-reliability.sh):
-# fuzzed images, power cuts, key removal under load, concurrent stress; one
+# fuzzed images, power cuts (during writes; during rekeys, part powercut-rekey,
+# also POWERCUT_CUTS cuts), key removal under load, concurrent stress; one
 # table in build/reliability/<date>-<time>/summary.md. PARTS picks some.
 FUZZ_IMAGES ?= 1000
 POWERCUT_CUTS ?= 100

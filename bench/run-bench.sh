@@ -67,7 +67,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [REKEY_NAMES=\"1000 10000 100000\" (rekeytime)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
 	[ "$workload" = list ] && exit 0
 	exit 2
 fi
@@ -79,6 +79,7 @@ case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;;
 case $SCRATCH_IN_RAM in 0 | 1) ;; *) die "SCRATCH_IN_RAM must be 0 or 1, not '$SCRATCH_IN_RAM'" ;; esac
 case $SCRATCH_SAVE_MIB in '' | *[!0-9]*) die "SCRATCH_SAVE_MIB must be a number of MiB, not '$SCRATCH_SAVE_MIB'" ;; esac
 case ${GROUP_SIZES:-1} in *[!0-9\ ]*) die "GROUP_SIZES must be numbers of extents per key (0: no bound), not '$GROUP_SIZES'" ;; esac
+case ${REKEY_NAMES:-1} in *[!0-9\ ]*) die "REKEY_NAMES must be numbers of names, not '$REKEY_NAMES'" ;; esac
 case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
@@ -110,7 +111,7 @@ install -m 0755 "$top/bench/guest/run" "$job/run"
 		echo "LAB_COMMIT=$lab_commit"
 		if git -C "$top" diff --quiet HEAD -- 2>/dev/null; then echo "LAB_DIRTY=0"; else echo "LAB_DIRTY=1"; fi
 	fi
-	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_STEP SCALE_BUDGET GROUP_SIZES; do
+	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_STEP SCALE_BUDGET GROUP_SIZES REKEY_NAMES; do
 		[ -n "${!v:-}" ] && echo "$v=\"${!v}\""
 	done
 } >"$job/bench.env"

@@ -182,8 +182,9 @@ def verdicts(run, comps):
     a, b = run["main"]
     what = f"{key_mode_of(run, a)} ÷ {key_mode_of(run, b)} ({a}/{b})"
     main = {c["phase"]: c for c in comps if (c["a"], c["b"]) == (a, b)}
-    judged = [p for p in goals.get("judged_phases") or run["phases"]
-              if p in main]
+    # a workload may judge no phase at all (an empty list, not absent)
+    jp = goals.get("judged_phases")
+    judged = [p for p in (run["phases"] if jp is None else jp) if p in main]
     bounded = [p for p in goals.get("not_judged_phases") or []
                if p in run["phases"]]
     cpu_goal = goals.get("cpu_per_mib_max")
@@ -256,17 +257,22 @@ def verdicts(run, comps):
                 text += f": {L.reps_needed_text()}"
             v.update(status=status, text=text + "." + label, **fields)
             out.append(v)
+    # why phases are not judged: the workload's module may say
+    # (not_judged_text(run, phases)); else the groupsweep's reason
+    why = getattr(run_module(run), "not_judged_text", None)
     if not judged and not bounded:
         out.append({"metric": "-", "phase": "-", "status": "not measured",
-                    "text": "No phase of this run is judged."})
+                    "text": why(run, []) if why else
+                    "No phase of this run is judged."})
     if bounded:  # last: the main verdict stays first
         out.append({"metric": "-", "phase": "-", "phases": bounded,
                     "status": "not judged",
-                    "text": f"{', '.join(bounded)}: not judged against the "
-                            "goals: those files were written with at most N "
-                            "extents per key group (fscrypt_extents_per_key"
-                            f"=N), not as {a} writes them (no bound); "
-                            "see \"Cost against the size of key groups\"."})
+                    "text": why(run, bounded) if why else
+                    f"{', '.join(bounded)}: not judged against the "
+                    "goals: those files were written with at most N "
+                    "extents per key group (fscrypt_extents_per_key"
+                    f"=N), not as {a} writes them (no bound); "
+                    "see \"Cost against the size of key groups\"."})
     return out
 
 

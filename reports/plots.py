@@ -590,14 +590,18 @@ def make_flames(run, prof, out_dir):
 
 def make_plots(run, res, out_dir):
     colors = arm_colors(run)
-    plots = {
-        "throughput": plot_throughput(run, res, out_dir, colors),
-        "latency": plot_latency(run, res, out_dir, colors),
-        "cpu": plot_cpu(run, res, out_dir, colors),
-        "ratio": plot_main_ratio(run, res, out_dir, colors),
-        "comparisons": plot_comparisons(res, out_dir),
-        "order": plot_order(run, out_dir, colors),
-    }
+    plots = {}
+    # the plots of fio's numbers, one panel per fio phase: none for a
+    # workload whose phases are all command phases (its module draws them)
+    if run["phases"]:
+        plots.update({
+            "throughput": plot_throughput(run, res, out_dir, colors),
+            "latency": plot_latency(run, res, out_dir, colors),
+            "cpu": plot_cpu(run, res, out_dir, colors),
+            "ratio": plot_main_ratio(run, res, out_dir, colors),
+            "comparisons": plot_comparisons(res, out_dir),
+            "order": plot_order(run, out_dir, colors),
+        })
     prof = res.get("profiles") or {}
     plots["bpftrace"] = plot_bpftrace_hists(run, prof, out_dir, colors)
     plots["derivations"] = plot_derivations_vs_extents(

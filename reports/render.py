@@ -120,7 +120,8 @@ def section_run(doc, run):
         ("date", meta.get("date")),
         ("reps per arm", meta.get("reps")),
         ("how reps were made", prep_text(meta)),
-        ("phases", ", ".join(run["phases"])),
+        ("phases", ", ".join(run["phases"]) or (
+            "none run by fio" if run.get("command_phases") else None)),
         ("kernel release", k.get("release")),
         ("linux source", k.get("linux_source")),
         ("kernel series hash", k.get("series_hash")),
@@ -140,6 +141,10 @@ def section_run(doc, run):
         ("injected lookup delay, µs", meta.get("injected_lookup_delay_us",
                                                0)),
     ]
+    if run.get("command_phases"):
+        rows.insert([r[0] for r in rows].index("phases") + 1, (
+            "command phases (the workload's command, not fio)",
+            ", ".join(run["command_phases"])))
     # the rest of what the host recorded about the run, in the same table
     rows += [(k.replace("_", " "), info[k]) for k in sorted(
         set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline", "date",
@@ -811,16 +816,31 @@ def section_flames(doc, run, res):
                 f"{100 * r['incl_base']:.2f}") for r in d["top"]])
 
 
+def section_no_fio_phases(doc, run):
+    """In place of the sections of fio's numbers (throughput, latency, CPU
+    cost, comparisons) when every phase was a command phase."""
+    doc.h(2, "Phases")
+    doc.p("Every timed phase of this run ran a command of the workload, not "
+          f"fio ({', '.join(run.get('command_phases') or []) or 'none'}): "
+          "there is no throughput, latency or CPU cost per MiB of fio to "
+          "show or compare. Each command phase's results are in "
+          "`raw/<arm>/rep<N>/<phase>.tsv`, and the workload's own section "
+          "below reports them.")
+
+
 def build_doc(run, res, threshold, plots):
     doc = Doc()
     section_header(doc, run, res)
     section_verdicts(doc, run, res)
     section_run(doc, run)
     section_arms(doc, run)
-    section_phases(doc, run, res, threshold, plots)
-    section_latency(doc, run, res, plots)
-    section_cpu(doc, run, res, plots)
-    section_comparisons(doc, run, res, plots)
+    if run["phases"]:
+        section_phases(doc, run, res, threshold, plots)
+        section_latency(doc, run, res, plots)
+        section_cpu(doc, run, res, plots)
+        section_comparisons(doc, run, res, plots)
+    else:
+        section_no_fio_phases(doc, run)
     section_fragmentation(doc, res)
     section_profiles(doc, run, res, plots)
     section_memory(doc, run, res, plots)

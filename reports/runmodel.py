@@ -11,7 +11,11 @@ reports.check, reports.history) reads runs only through this module:
   - fio json+ parsing of raw/<arm>/rep<N>/<phase>.json, and the guest's
     CPU time of each phase (cpu.tsv);
   - the comparisons (A / reference B) and per-rep values (throughput,
-    CPU cost, latency bins) that reports.labstats.ratio() pairs by rep.
+    CPU cost, latency bins) that reports.labstats.ratio() pairs by rep;
+  - the results of a workload's command phases (run["commands"]: the
+    "name<TAB>value" lines of raw/<arm>/rep<N>/<phase>.tsv), which are not
+    fio phases: run["phases"] has the fio phases only, and the generic
+    report never sees the others (the workload's module reads them).
 
 A run describes itself (format 3): collect() writes into meta.json the
 arm definitions that ran (the job's copy of bench/arms/, with their
@@ -545,12 +549,14 @@ def load_run(run_dir):
     Returns a dict: dir, meta, format, spec (see build_spec), spec_notes
     (fallbacks used for an older run), comparisons ([(A, B, label)]),
     main ((A, B) of the first comparison, or None), reference ({A: B}),
-    arm_order, goals, analysis, metrics, kernel, phases, arms (facts per
+    arm_order, goals, analysis, metrics, kernel, phases (the fio phases),
+    command_phases (the others: meta.json command_phases), arms (facts per
     arm, display order), measured (arm list), not_measured ({arm:
     reason}), data ({arm: {phase: {rep: parse_fio() + cpu_s, cpu_per_mib,
-    cpu_per_op}}}), has_cpu, warnings (list of str). Missing or broken raw
-    files are warnings, not errors; a missing or broken meta.json is a
-    RunError.
+    cpu_per_op}}}), commands ({arm: {command phase: {rep:
+    read_command_result()}}}), has_cpu, warnings (list of str). Missing or
+    broken raw files are warnings, not errors; a missing or broken
+    meta.json is a RunError.
     """
     if not os.path.isdir(run_dir):
         raise RunError(f"run directory {run_dir} does not exist")
@@ -582,6 +588,8 @@ def load_run(run_dir):
                            "usable 'spec' (arms, comparisons, workload)")
         kernel = meta.get("kernel") or kernel_of(meta.get("run_info") or {})
     comps = [(c["a"], c["b"], c.get("label", "")) for c in spec["comparisons"]]
+    command = [p for p in meta.get("command_phases") or [] if p in phases]
+    phases = [p for p in phases if p not in command]
     run = {"dir": run_dir, "meta": meta, "format": fmt, "spec": spec,
            "spec_notes": notes, "comparisons": comps,
            "main": (comps[0][0], comps[0][1]) if comps else None,
@@ -590,13 +598,13 @@ def load_run(run_dir):
            "goals": spec["workload"].get("goals") or {},
            "analysis": spec["workload"].get("analysis", "phases"),
            "metrics": spec.get("metrics") or {}, "kernel": kernel,
-           "phases": phases}
+           "phases": phases, "command_phases": command}
     warnings = []
     arms = {a: arms_meta[a] if isinstance(arms_meta[a], dict) else {}
             for a in arm_order(run, arms_meta)}
     cpu = read_cpu(run_dir, meta, warnings) if fmt >= 3 else {}
     no_cpu = []
-    measured, not_measured, data = [], {}, {}
+    measured, not_measured, data, commands = [], {}, {}, {}
     raw = os.path.join(run_dir, "raw")
     for arm, facts in arms.items():
         status = facts.get("status", "?")
@@ -607,11 +615,23 @@ def load_run(run_dir):
             continue
         measured.append(arm)
         data[arm] = {p: {} for p in phases}
+        commands[arm] = {p: {} for p in command}
         reps = rep_dirs(os.path.join(raw, arm))
         if not reps:
             warnings.append(f"{arm}: measured per meta.json, but "
                             f"raw/{arm}/rep<N>/ has no data")
         for rep, rdir in reps.items():
+            for phase in command:
+                rel = f"raw/{arm}/rep{rep}/{phase}.tsv"
+                path = os.path.join(rdir, f"{phase}.tsv")
+                if not os.path.exists(path):
+                    warnings.append(f"missing {rel}")
+                    continue
+                d = read_command_result(path)
+                if not d:
+                    warnings.append(f"{rel}: no name<TAB>value line")
+                    continue
+                commands[arm][phase][rep] = {"file": rel, **d}
             for phase in phases:
                 rel = f"raw/{arm}/rep{rep}/{phase}.json"
                 path = os.path.join(rdir, f"{phase}.json")
@@ -651,8 +671,48 @@ def load_run(run_dir):
                 warnings.append(f"raw/{name}/ is not an arm of meta.json; "
                                 "ignored")
     run.update(arms=arms, measured=measured, not_measured=not_measured,
-               data=data, has_cpu=bool(cpu), warnings=warnings)
+               data=data, commands=commands, has_cpu=bool(cpu),
+               warnings=warnings)
     return run
+
+
+def _value(text):
+    """A command result's value: an int or a float where it is one, else
+    the text."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_command_result(path):
+    """The result of one command phase (bench/guest/lib.sh, "Command
+    phases"): {name: value} of its "name<TAB>value" lines, numbers as
+    numbers (_value); other lines are skipped, a name given twice keeps
+    the last value. The driver adds cpu_units, cpu_units_per_s and
+    cpu_source (CPU time of all CPUs around the command); with them,
+    cpu_s is added here: cpu_units / cpu_units_per_s."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            name, sep, value = line.rstrip("\n").partition("\t")
+            if sep and name and "\t" not in value:
+                out[name] = _value(value)
+    units, per_s = out.get("cpu_units"), out.get("cpu_units_per_s")
+    if isinstance(units, int) and isinstance(per_s, int) and per_s > 0:
+        out["cpu_s"] = units / per_s
+    return out
+
+
+def command_values(run, arm, phase, name):
+    """{rep: value} of one number of a command phase's results (one arm);
+    reps without it, or where it is not a number, are left out."""
+    reps = (run.get("commands") or {}).get(arm, {}).get(phase, {})
+    return {r: d[name] for r, d in reps.items()
+            if isinstance(d.get(name), (int, float))
+            and not isinstance(d.get(name), bool)}
 
 
 def values_by_rep(run, arm, phase, metric):
@@ -907,6 +967,10 @@ def collect(vm, job, run):
     saves = [{"arm": a, "what": w, "kib": int(k), "seconds": int(t)}
              for a, w, k, t in _read_tsv(os.path.join(bench, "saves.tsv"))]
     phases = _guest_text(bench, "phases").split()
+    # the phases that ran a command of the workload, not fio (a guest
+    # before command phases wrote no such file)
+    command_phases = _read_text(os.path.join(bench,
+                                             "command-phases")).split()
     # CPU time per timed phase (cpu.tsv: arm, rep, phase, ns or ticks);
     # a guest that could not read /proc/stat wrote none
     cpu_tsv = os.path.join(bench, "cpu.tsv")
@@ -929,7 +993,8 @@ def collect(vm, job, run):
     meta = {
         "format": FORMAT,
         # what the run needs to be read later, from the job that ran
-        "spec": build_spec(arm_specs, workload, conf, phases,
+        "spec": build_spec(arm_specs, workload, conf,
+                           [p for p in phases if p not in command_phases],
                            "job/bench/arms (the arm files the guest ran)"),
         "kernel": kernel_of(run_info, env),
         "cpu": cpu,
@@ -944,6 +1009,9 @@ def collect(vm, job, run):
         "description": conf.get("description", ""),
         # the guest writes the phases it ran (a workload may compute them)
         "phases": phases,
+        # those of them that ran the workload's command, not fio: their
+        # results are raw/<arm>/rep<N>/<phase>.tsv (read_command_result)
+        "command_phases": command_phases,
         "profile_phase": _guest_text(bench, "profile-phase"),
         "arms": arms,
         "arm_fact_problems": problems,
@@ -957,7 +1025,7 @@ def collect(vm, job, run):
         "profiled_extent_counts": profiled,
         "overrides": {k: env[k] for k in ("MIN_EXTENTS", "MAX_EXTENTS",
                                           "SCALE_MIN", "SCALE_BUDGET",
-                                          "GROUP_SIZES")
+                                          "GROUP_SIZES", "REKEY_NAMES")
                       if k in env},
         "min_extents": int(_guest_text(bench, "min-extents")),
         # The workload's own parameters as the guest resolved them (PARAMS

@@ -3,8 +3,8 @@ outputs in the raw run format (reports/README.md), nothing measured.
 
     /usr/bin/python3 -m reports.synthrun RUN_DIR [--seed N] [--reps N]
         [--scale ARM=FACTOR ...] [--cpu-scale ARM=FACTOR ...] [--skip a,b]
-        [--scaling-phases] [--groupsweep] [--extras] [--no-cpu]
-        [--format2] [--arms-dir DIR]
+        [--scaling-phases] [--groupsweep] [--rekey] [--rekeytime]
+        [--extras] [--no-cpu] [--format2] [--arms-dir DIR]
 
 The run is of the current format (runmodel.FORMAT): its meta.json has the
 spec collect() writes (runmodel.build_spec of the arm files of --arms-dir,
@@ -20,7 +20,11 @@ extent counts of known values, --scaling-phases writes the scaling
 workload's KIND-eN phases with exactly known throughput, --groupsweep the
 groupsweep workload's seqread-gN phases (btrfs-extent and btrfs-inode
 only, the others skipped) with exactly known throughput, FIEMAP checks
-and count passes.
+and count passes; --rekey the rekey workload's phases (btrfs-extent and
+btrfs-extent-key only) with exactly known twokeys / onekey ratios, count
+passes and the preparation's rekey; --rekeytime the rekeytime workload's
+command phases rekey-n1000 and rekey-n10000 (no fio phase) with exactly
+known times.
 """
 import argparse
 import gzip
@@ -42,6 +46,13 @@ CPU_COST = {"btrfs-extent": 1.01, "btrfs-extent-key": 1.25,
             "ext4-plain": 0.5}
 CPU_S_PER_MIB = {"seqread": 0.004, "randread": 0.02, "randwrite": 0.03}
 USER_HZ = 100
+# rekey: the arms that can rekey, and the throughput of twokeys over onekey
+# (its CPU cost per MiB is the inverse); the count passes' reads
+REKEY_TWOKEYS = {"btrfs-extent": 0.9, "btrfs-extent-key": 0.98}
+REKEY_READS = {"seqread": 544, "randread": 4096}
+# rekeytime: ns per name moved (rep R: x (1 + 0.01 R)), points N
+REKEYTIME_NS = {"btrfs-extent": 20000, "btrfs-extent-key": 22000}
+REKEYTIME_POINTS = (1000, 10000)
 
 
 def arm_facts(specs, arm, fs, mkfs, enc, i):
@@ -72,9 +83,70 @@ def arm_facts(specs, arm, fs, mkfs, enc, i):
             "encrypted": enc}
 
 
+def rekey_extras(run_dir, measured):
+    """The rekey workload's count passes (counts.tsv and the fio output of
+    each pass, of known reads) and the preparation's rekey record.
+    btrfs-extent: onekey derives 1 key and programs 1 slot per file,
+    twokeys 2 and 2; btrfs-extent-key: a key per extent read, 17408 in the
+    seqread and 4096 in the randread of either file, one derivation more
+    for twokeys (the second master key)."""
+    for arm in measured:
+        d = os.path.join(run_dir, "profiles", arm)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "counts.tsv"), "w") as fh:
+            for kind, reads in REKEY_READS.items():
+                ext = 17408 if kind == "seqread" else 4096
+                for f, keys in (("onekey", 1), ("twokeys", 2)):
+                    ph = f"{kind}-{f}"
+                    n = keys if arm == "btrfs-extent" else ext + keys - 1
+                    for k, v in (("lookups", ext), ("derivations", n),
+                                 ("key_setups_derived", n),
+                                 ("slot_programs", n), ("slot_evicts", 0),
+                                 ("lost_events", 0)):
+                        fh.write(f"{ph}\t{k}\t{v}\n")
+                    with open(os.path.join(d, f"count-{ph}.json"), "w") as j:
+                        json.dump({"fio version": "fio-3.33", "jobs": [{
+                            "jobname": kind, "read": {
+                                "io_bytes": 71303168 if kind == "seqread"
+                                else reads * 4096,
+                                "bw_bytes": 1e7, "iops": 1.0,
+                                "total_ios": reads,
+                                "clat_ns": {"N": reads}},
+                            "write": {"io_bytes": 0}}]}, j)
+        with open(os.path.join(run_dir, "raw", arm, "prep-rekey.tsv"),
+                  "w") as fh:
+            fh.write("from_seed\t1\nto_seed\t2\nfrom_key\taa\nto_key\tbb\n"
+                     "nr_dirs\t1\nnr_names\t1\nnr_symlinks\t0\n"
+                     "nr_files\t1\nelapsed_ns\t2500000\n")
+
+
+def rekeytime_results(run_dir, measured, reps):
+    """The rekeytime workload's command results: per arm, rep R and point
+    N, raw/<arm>/rep<R>/rekey-nN.tsv with N + ceil(N / 1000) names moved
+    in REKEYTIME_NS[arm] x (1 + 0.01 R) ns each, and CPU time of the
+    driver (0.5 x the time, schedstat ns)."""
+    for arm in measured:
+        for rep in range(1, reps + 1):
+            d = os.path.join(run_dir, "raw", arm, f"rep{rep}")
+            os.makedirs(d, exist_ok=True)
+            for n in REKEYTIME_POINTS:
+                dirs = -(-n // 1000)
+                names = n + dirs
+                ns = int(round(names * REKEYTIME_NS[arm] * (1 + 0.01 * rep)))
+                with open(os.path.join(d, f"rekey-n{n}.tsv"), "w") as fh:
+                    fh.write(f"from_seed\t1\nto_seed\t2\nfrom_key\taa\n"
+                             f"to_key\tbb\nnr_dirs\t{dirs + 1}\n"
+                             f"nr_names\t{names}\nnr_symlinks\t0\n"
+                             f"nr_files\t{n}\nelapsed_ns\t{ns}\n"
+                             f"cpu_units\t{ns // 2}\n"
+                             "cpu_units_per_s\t1000000000\n"
+                             "cpu_source\tschedstat\n")
+
+
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              scaling_phases=False, extras=False, groupsweep=False,
-             cpu=True, cpu_scale=(), format2=False, arms_dir=None):
+             cpu=True, cpu_scale=(), format2=False, arms_dir=None,
+             rekey=False, rekeytime=False):
     """Write a synthetic RUN_DIR (see the module docstring)."""
     a = argparse.Namespace(run_dir=run_dir, seed=seed, reps=reps,
                            scale=list(scale), skip=skip,
@@ -106,6 +178,15 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     if a.groupsweep:
         PHASES = {f"seqread-g{n}": ("read", 100e6, 131072) for n in SWEEP}
         skip |= {x for x in ARMS if x not in ("btrfs-extent", "btrfs-inode")}
+    if rekey:
+        PHASES = {f"{kind}-{f}": ("read", base, bs) for kind, base, bs in
+                  (("seqread", 40e6, 131072), ("randread", 6e6, 4096))
+                  for f in ("onekey", "twokeys")}
+        skip |= {x for x in ARMS if x not in REKEY_TWOKEYS}
+    if rekeytime:
+        PHASES = {}
+        skip |= {x for x in ARMS if x not in REKEYTIME_NS}
+    exact = a.scaling_phases or a.groupsweep or rekey
     PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
             "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
             "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
@@ -154,17 +235,18 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             for ph, (direction, base, bs) in PHASES.items():
                 job = {"jobname": ph, "groupid": 0, "error": 0,
                        "read": idle(), "write": idle(), "trim": idle()}
-                noise = (1.0 if a.scaling_phases or a.groupsweep
-                         else rng.normal(1.0, 0.01))
+                noise = 1.0 if exact else rng.normal(1.0, 0.01)
                 g = (SWEEP[int(ph.partition("-g")[2])] / ARMS[arm][3]
                      if a.groupsweep and arm == "btrfs-extent" else 1.0)
+                if rekey and ph.endswith("-twokeys"):
+                    g = REKEY_TWOKEYS[arm]
                 job[direction] = side(base * f * g * noise, bs, 1 / f)
                 # CPU ticks: made-up seconds per MiB x MiB moved, 1% noise
                 mib = job[direction]["io_bytes"] / (1024.0 * 1024.0)
                 per_mib = (CPU_S_PER_MIB.get(ph.partition("-")[0], 0.004)
                            * CPU_COST[arm] * cpu_scale.get(arm, 1.0)
-                           * (1.0 if a.scaling_phases or a.groupsweep
-                              else crng.normal(1.0, 0.01)))
+                           * (1.0 / g if rekey else 1.0)
+                           * (1.0 if exact else crng.normal(1.0, 0.01)))
                 cpu_rows.append((arm, rep, ph,
                                  int(round(per_mib * mib * USER_HZ))))
                 with open(os.path.join(d, ph + ".json"), "w") as fh:
@@ -229,6 +311,33 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                                  ("derivations", groups + 1 if ext else 1),
                                  ("lost_events", 0)):
                         fh.write(f"seqread-g{n}\t{k}\t{v}\n")
+    if rekey:
+        meta["workload"] = "rekey"
+        meta["profile_phase"] = "seqread-twokeys"
+        meta["extent_checks"] = [
+            {"arm": arm, "rep": rep, "label": f, "extents": 17408,
+             "shared": 0, "min": 16384, "max": None,
+             "path": f"/m/sv/bench/{f}"}
+            for arm in measured for rep in range(1, a.reps + 1)
+            for f in ("twokeys", "onekey")]
+        rekey_extras(a.run_dir, measured)
+    if rekeytime:
+        meta["workload"] = "rekeytime"
+        meta["phases"] = meta["command_phases"] = [
+            f"rekey-n{n}" for n in REKEYTIME_POINTS]
+        meta["profile_phase"] = f"rekey-n{REKEYTIME_POINTS[-1]}"
+        meta["workload_params"] = {
+            "REKEY_NAMES": " ".join(map(str, REKEYTIME_POINTS)),
+            "REKEY_DIR_NAMES": "1000"}
+        meta["min_extents"] = 0
+        meta["extent_checks"] = [
+            {"arm": arm, "rep": rep, "label": f"n{n}", "extents": 0,
+             "shared": 0, "min": 0, "max": 0,
+             "path": f"/m/rk-n{n}/d/dir-0000/file-000000"}
+            for arm in measured for rep in range(1, a.reps + 1)
+            for n in REKEYTIME_POINTS]
+        meta["jobfiles"] = {}
+        rekeytime_results(a.run_dir, measured, a.reps)
     if a.extras:
         meta["extent_counts"] = {arm: [16400 + r for r in range(a.reps)]
                                  for arm in measured}
@@ -317,13 +426,14 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                                      "workload.conf"), strip_quotes=True)
         meta["description"] = wl.get("description", "")
         meta["spec"] = M.build_spec(specs, meta["workload"], wl,
-                                    meta["phases"],
+                                    [p for p in meta["phases"] if p not in
+                                     meta.get("command_phases", [])],
                                     "synthetic: " + (arms_dir or "bench/arms"))
         meta["kernel"] = M.kernel_of(
             dict(meta["run_info"], kernel_tree_head="0123abc" * 5 + "01234"),
             {"LAB_COMMIT": "f00dfeed" * 5, "LAB_DIRTY": "0"})
         meta["cpu"] = None
-        if cpu:
+        if cpu and cpu_rows:
             with open(os.path.join(a.run_dir, "cpu.tsv"), "w") as fh:
                 for row in cpu_rows:
                     fh.write("\t".join(map(str, row)) + "\n")
@@ -351,6 +461,11 @@ def main(argv=None):
                     help="phases seqread-g1, -g16, -g0 of exactly known "
                          "throughput, FIEMAP checks and count passes "
                          "(btrfs-extent and btrfs-inode; others skipped)")
+    ap.add_argument("--rekey", action="store_true",
+                    help="the rekey workload's phases (btrfs-extent and "
+                         "btrfs-extent-key; others skipped), count passes")
+    ap.add_argument("--rekeytime", action="store_true",
+                    help="the rekeytime workload's command phases (no fio)")
     ap.add_argument("--extras", action="store_true",
                     help="also profiles/, scaling.json, extent_counts")
     ap.add_argument("--cpu-scale", action="append", default=[],
@@ -366,7 +481,7 @@ def main(argv=None):
     make_run(a.run_dir, a.seed, a.reps, a.scale, a.skip, a.scaling_phases,
              a.extras, a.groupsweep, cpu=not a.no_cpu,
              cpu_scale=a.cpu_scale, format2=a.format2,
-             arms_dir=a.arms_dir)
+             arms_dir=a.arms_dir, rekey=a.rekey, rekeytime=a.rekeytime)
 
 
 if __name__ == "__main__":

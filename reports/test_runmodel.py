@@ -152,6 +152,49 @@ class Collect(unittest.TestCase):
         self.assertIn("**per-inode**", row[0])
         self.assertNotIn("(defaults)", md)
 
+    def test_command_phases(self):
+        # a guest before command phases wrote no command-phases file
+        vm, job = fake_guest(os.path.join(self.root, "old"))
+        meta = M.collect(vm, job, os.path.join(self.root, "old-run"))
+        self.assertEqual(meta["command_phases"], [])
+        # a phase that ran the workload's command, not fio: its result is
+        # rep<N>/PHASE.tsv, never read as fio output, and not judged
+        vm, job = fake_guest(self.root)
+        bench = os.path.join(vm, "results", "bench")
+        with open(os.path.join(bench, "phases"), "w") as f:
+            f.write("seqread rekey-n10\n")
+        with open(os.path.join(bench, "command-phases"), "w") as f:
+            f.write("rekey-n10\n")
+        for arm in ("btrfs-extent", "btrfs-inode"):
+            with open(os.path.join(bench, "raw", arm, "rep1",
+                                   "rekey-n10.tsv"), "w") as f:
+                f.write("nr_names\t11\nelapsed_ns\t5000\nfrom_key\tab\n"
+                        "cpu_units\t3\ncpu_units_per_s\t100\n"
+                        "cpu_source\tstat\n")
+        run_dir = os.path.join(self.root, "run")
+        meta = M.collect(vm, job, run_dir)
+        self.assertEqual(meta["phases"], ["seqread", "rekey-n10"])
+        self.assertEqual(meta["command_phases"], ["rekey-n10"])
+        self.assertEqual(meta["spec"]["workload"]["goals"]["judged_phases"],
+                         ["seqread"])
+        run = M.load_run(run_dir)
+        self.assertEqual(run["phases"], ["seqread"])
+        self.assertEqual(run["command_phases"], ["rekey-n10"])
+        self.assertEqual(run["warnings"], [])
+        got = run["commands"]["btrfs-inode"]["rekey-n10"][1]
+        self.assertEqual((got["nr_names"], got["elapsed_ns"], got["from_key"],
+                          got["cpu_s"]), (11, 5000, "ab", 0.03))
+        self.assertEqual(M.command_values(run, "btrfs-extent", "rekey-n10",
+                                          "elapsed_ns"), {1: 5000})
+        self.assertEqual(M.bw_by_rep(run, "btrfs-inode", "seqread"),
+                         {1: 1000.0})
+        self.assertNotIn("rekey-n10", run["data"]["btrfs-inode"])
+        # the Run table lists them
+        doc = render.Doc()
+        render.section_run(doc, run)
+        self.assertIn("| command phases (the workload's command, not fio) "
+                      "| `rekey-n10` |", doc.to_md())
+
     def test_other_format_refused(self):
         vm, job = fake_guest(self.root, fmt="1")
         with self.assertRaisesRegex(M.RunError, "format '1'"):

@@ -185,7 +185,7 @@ static char tag[TAG_LEN + 1];
 static char data_marker[64], ctl_marker[64], ctl_name[64];
 static uint32_t next_seed = 1;
 static unsigned mark_no;
-static struct rk_tree sv, before, svr, svb, svi;
+static struct rk_tree sv, before, svr, svb, svi, svc;
 static size_t fF = RK_NONE, fG = RK_NONE;	/* F and G in sv.files */
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -1779,6 +1779,79 @@ static void per_inode_keys(void)
 	CHECK_OK(lab_umount(mnt), "umount");
 }
 
+/* ---- the btrfs-progs command ------------------------------------------------------------ */
+
+static void hex_id(const uint8_t *id, char *out)
+{
+	int i;
+
+	for (i = 0; i < FSCRYPT_KEY_IDENTIFIER_SIZE; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+}
+
+/* `btrfs @args @path`: exit status @want, and @needle in the output. */
+static void progs_says(const char *args, const char *path, int want,
+		       const char *needle)
+{
+	char cmd[PATH_MAX];
+	char *out = NULL;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "btrfs %s", args);
+	rc = lab_run_capture(cmd, path, &out);
+	CHECK(rc == want, "`%s %s` exited %d, expected %d", cmd, path, rc, want);
+	CHECK(out && strstr(out, needle), "`%s %s` does not say \"%s\"", cmd, path,
+	      needle);
+	free(out);
+}
+
+/*
+ * `btrfs subvolume rekey` of the image's patched btrfs-progs on svc (the
+ * policy K1 on svc/d, the root unencrypted, so --from is needed): --help, a
+ * malformed identifier, an absent key (nothing moves), --list before and
+ * after, the rekey itself, and the same command again.
+ */
+static void progs_cli(void)
+{
+	char k1[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1];
+	char k2[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1];
+	char k3[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1];
+	char args[256];
+	char *out = NULL;
+
+	printf("-- btrfs subvolume rekey (btrfs-progs)\n");
+	hex_id(ids[1], k1);
+	hex_id(ids[2], k2);
+	hex_id(ids[3], k3);
+	tree_init(&svc, "svc", "svc", "d");
+	make_top(&svc);
+	tree_new_file(&svc, "f", BLK, 1);
+	tree_mkdir(&svc, "e");
+	tree_symlink(&svc, "e/s", "../f");
+	sync();
+
+	progs_says("subvolume rekey --help", "", 0, "--to");
+	progs_says("subvolume rekey --from nothex --to", svc.sub, 1,
+		   "not a key identifier");
+	snprintf(args, sizeof(args), "subvolume rekey --from %s --to %s", k1, k3);
+	progs_says(args, svc.sub, 1, "add both keys");
+	check_policies(&svc, 1, 1);
+	progs_says("subvolume rekey --list", svc.sub, 0, k1);
+	if (lab_run_capture("btrfs subvolume rekey --list", svc.sub, &out) == 0)
+		CHECK(out && !strstr(out, k2), "--list shows K2 before the rekey");
+	free(out);
+
+	snprintf(args, sizeof(args), "subvolume rekey --from %s --to %s", k1, k2);
+	progs_says(args, svc.sub, 0, "2 directories (3 names), 1 symlinks, 1 files");
+	svc.key = 2;
+	check_policies(&svc, 2, 1);
+	check_records_both(svc.sub, "svc after btrfs subvolume rekey");
+	progs_says("subvolume rekey --list", svc.sub, 0, k2);
+	progs_says(args, svc.sub, 0, "nothing was left under the old key");
+	drop_caches();
+	check_tree(&svc, BOTH, "after btrfs subvolume rekey");
+}
+
 static void round_trip(const char *opts, const char *label, int scan)
 {
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
@@ -1858,7 +1931,9 @@ static void round_trip(const char *opts, const char *label, int scan)
 	/* 8. refusals and the race */
 	refusals();
 
-	/* 9. back to K1; then per-inode keys (EOPNOTSUPP) */
+	/* 9. the btrfs-progs command, once; back to K1; per-inode keys */
+	if (scan)
+		progs_cli();
 	refused_sv_busy();
 	if (rekey_tree(&sv, 1)) {
 		check_policies(&sv, 1, 1);
@@ -1884,6 +1959,7 @@ done:
 	tree_free(&svr);
 	tree_free(&svb);
 	tree_free(&svi);
+	tree_free(&svc);
 }
 
 int main(void)

@@ -9,7 +9,8 @@
 # (tests/powercut/btrfs_fscrypt_powercut.c, which describes the workload, the
 # log and the rule the verifier applies) runs a workload of writers, fsync,
 # renames, reflinks, snapshots, remounts and key removal in encrypted
-# directories of both key modes; when "powercut: working" reaches the
+# directories of both key modes (POWERCUT_BIN=.../btrfs_fscrypt_rekey_powercut:
+# writes and rekeys of a subvolume, see that program); when "powercut: working" reaches the
 # console, this script sleeps a random time and SIGKILLs QEMU. The next boot
 # first verifies that cut (mount and tree-log replay, every fsynced byte
 # bit for bit, `btrfs check --readonly`), then starts the workload for the
@@ -110,7 +111,8 @@ out=$(cd "$out" && pwd)
 [[ $out != *,* ]] || setup_error "the output directory $out contains a comma (QEMU's -drive cannot take it)"
 rm -rf "$out"/boot-* "$out/job"
 mkdir -p "$out/job"
-if ! { cp "$bin" "$out/job/" && install -m 0755 "$guest" "$out/job/run" &&
+# The guest runs it as /job/powercut-prog, whichever program it is.
+if ! { cp "$bin" "$out/job/powercut-prog" && install -m 0755 "$guest" "$out/job/run" &&
 	tar -cf "$out/job.tar" -C "$out/job" .; }; then
 	setup_error "cannot pack the job into $out/job.tar"
 fi

@@ -8,6 +8,11 @@
 #   fuzz      tests/run-fuzz.sh      FUZZ_IMAGES mutated encrypted images
 #   powercut  tests/run-powercut.sh  POWERCUT_CUTS SIGKILLs of QEMU during
 #                                    fsynced encrypted writes
+#   powercut-rekey                   POWERCUT_CUTS SIGKILLs of QEMU during
+#             tests/run-powercut.sh  rekeys of a subvolume between two
+#                                    master keys and fsynced writes under
+#                                    the new key (POWERCUT_BIN: the guest
+#                                    program btrfs_fscrypt_rekey_powercut)
 #   keyload   tests/run-keyload.sh   key removal and re-adding under load for
 #                                    KEYLOAD_SECONDS per key mode
 #   stress    tests/run-stress.sh    random operations beside balance, scrub
@@ -22,7 +27,8 @@
 # prints the table.
 #
 # Environment:
-#   RELIABILITY_PARTS  parts to run (default "fuzz powercut keyload stress")
+#   RELIABILITY_PARTS  parts to run (default "fuzz powercut powercut-rekey
+#                      keyload stress")
 #   RELIABILITY_OUT    run directory (default build/reliability/<date>-<time>,
 #                      linked from build/reliability/latest)
 #   RELIABILITY_JOBS   parts run at once (default 1; each part is one VM
@@ -32,6 +38,7 @@
 #   RELIABILITY_FROM_<PART>=DIR  take that part from an earlier run of its
 #                      driver instead of running it (DIR is linked, and the
 #                      table says so); e.g. RELIABILITY_FROM_FUZZ=build/reliability/fuzz-latest
+#                      (<PART> in capitals, '-' as '_': RELIABILITY_FROM_POWERCUT_REKEY)
 #   FUZZ_REPLAY, FUZZ_REPORT  handed to tests/run-fuzz.sh alone (a replay)
 #   and each driver's own variables (see each script).
 #
@@ -46,11 +53,14 @@ if [ -n "${FUZZ_REPLAY:-}" ] || [ -n "${FUZZ_REPORT:-}" ]; then
 	exec "$top/tests/run-fuzz.sh"
 fi
 
-all_parts="fuzz powercut keyload stress"
+all_parts="fuzz powercut powercut-rekey keyload stress"
 declare -A driver=([fuzz]=run-fuzz.sh [powercut]=run-powercut.sh
-	[keyload]=run-keyload.sh [stress]=run-stress.sh)
+	[powercut-rekey]=run-powercut.sh [keyload]=run-keyload.sh
+	[stress]=run-stress.sh)
 declare -A outvar=([fuzz]=FUZZ_RUN_OUT [powercut]=POWERCUT_OUT
-	[keyload]=KEYLOAD_OUT [stress]=STRESS_OUT)
+	[powercut-rekey]=POWERCUT_OUT [keyload]=KEYLOAD_OUT [stress]=STRESS_OUT)
+# what a part's driver gets besides its output directory
+declare -A partenv=([powercut-rekey]=POWERCUT_BIN=$build/tests/powercut/btrfs_fscrypt_rekey_powercut)
 
 if [ -n "${RELIABILITY_REPORT:-}" ]; then
 	out=$(cd "$RELIABILITY_REPORT" 2>/dev/null && pwd) || die "no run directory $RELIABILITY_REPORT"
@@ -70,8 +80,9 @@ fi
 # ---- running the parts ---------------------------------------------------------
 
 run_part() { # part
-	local p=$1 from var start rc
+	local p=$1 from var start rc envs
 	var=RELIABILITY_FROM_${p^^}
+	var=${var//-/_}
 	from=${!var:-}
 	if [ -n "$from" ]; then
 		from=$(cd "$from" 2>/dev/null && pwd) || { echo "2" >"$out/$p.rc"; echo "$p: no directory ${!var}" >"$out/$p.log"; return; }
@@ -87,7 +98,9 @@ run_part() { # part
 		return
 	fi
 	start=$(date +%s)
-	env "${outvar[$p]}=$out/$p" "$top/tests/${driver[$p]}" >"$out/$p.log" 2>&1
+	envs=("${outvar[$p]}=$out/$p")
+	[ -z "${partenv[$p]:-}" ] || envs+=("${partenv[$p]}")
+	env "${envs[@]}" "$top/tests/${driver[$p]}" >"$out/$p.log" 2>&1
 	rc=$?
 	echo "$rc" >"$out/$p.rc"
 	echo "ran $(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ), $(( $(date +%s) - start )) s" >"$out/$p.source"
@@ -139,12 +152,12 @@ for p in $parts; do
 		clean="$(val fuzz clean_errors)"
 		lost="$(val fuzz bugs) bugs"
 		bad=$(( $(num fuzz bugs) + $(num fuzz control_failures) )) ;;
-	powercut)
-		what="$(val powercut cuts) cuts ($(val powercut boots) boots)"
-		checked="$(val powercut fsynced_bytes_checked) fsynced bytes in $(val powercut fsynced_records) records; btrfs check: $(val powercut check_runs) runs, $(val powercut check_errors) with errors"
+	powercut | powercut-rekey)
+		what="$(val "$p" cuts) cuts ($(val "$p" boots) boots)"
+		checked="$(val "$p" fsynced_bytes_checked) fsynced bytes in $(val "$p" fsynced_records) records; btrfs check: $(val "$p" check_runs) runs, $(val "$p" check_errors) with errors"
 		clean="-"
-		lost="$(val powercut bytes_lost) bytes lost"
-		bad=$(( $(num powercut bytes_lost) + $(num powercut check_errors) )) ;;
+		lost="$(val "$p" bytes_lost) bytes lost"
+		bad=$(( $(num "$p" bytes_lost) + $(num "$p" check_errors) )) ;;
 	keyload)
 		what="$(val keyload cycles) key removal cycles ($(val keyload removals_busy) busy, $(val keyload removals_complete) complete)"
 		checked="$(val keyload fsynced_bytes_checked) fsynced bytes; ENOKEY seen $(val keyload enokey_seen) times"

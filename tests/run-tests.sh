@@ -2,16 +2,17 @@
 # Host side of `make test`: the cheap host-side tests first (tests/host/*.sh,
 # e.g. the shellcheck and pyflakes runs), then the guest tests in one boot of
 # the debug kernel, the phased guest tests (two boots each,
-# tests/run-phased.sh), the power-cut slice, and last the host tests that
-# boot VMs themselves (marked "# lab-host-test: after-guest"). Prints one
-# line per test followed by "N passed, N failed, N skipped", and exits
-# non-zero if any test failed.
+# tests/run-phased.sh), the power-cut slices (writes; rekeys), and last
+# the host tests that boot VMs themselves
+# (marked "# lab-host-test: after-guest"). Prints one line per test followed
+# by "N passed, N failed, N skipped", and exits non-zero if any test failed.
 #
 #   tests/run-tests.sh              everything
 #   ONLY=a,b tests/run-tests.sh     only these guest tests, phased ones
-#                                   included (host tests too); the shared
-#                                   boot is left out if ONLY names only
-#                                   phased tests
+#                                   and the power-cut slices (powercut,
+#                                   powercut_rekey) included (host tests
+#                                   too); the shared boot is left out if
+#                                   ONLY names only phased tests and slices
 #   HOST_TESTS=0                    skip the host-side tests
 #   HOST_TESTS=a,b                  only these host tests (tests/host/a.sh)
 #   GUEST_TESTS=0                   nothing that boots a VM: the cheap
@@ -318,7 +319,8 @@ if [ "$guest" = 1 ]; then
 	if [ -n "${ONLY:-}" ]; then
 		main_boot=0
 		for n in ${ONLY//,/ }; do
-			[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] || main_boot=1
+			[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] ||
+				[ "$n" = powercut_rekey ] || main_boot=1
 		done
 	fi
 fi
@@ -377,6 +379,24 @@ if [ "$guest" = 1 ] && selected powercut; then
 	0) report PASS powercut "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut/figures.tsv" 2>/dev/null)" ;;
 	77) report SKIP powercut "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut/summary.md" 2>/dev/null)" "$run/powercut.log" ;;
 	*) report FAIL powercut "$secs" "$(fail_reason "$run/powercut.log")" "$run/powercut.log" ;;
+	esac
+fi
+
+# Power cuts during rekeys and writes under the new key (issue #24): 2 cuts
+# with a fixed seed, the same driver with the rekey guest program
+# (tests/powercut/btrfs_fscrypt_rekey_powercut.c).
+if [ "$guest" = 1 ] && selected powercut_rekey; then
+	echo "== powercut_rekey: 2 power cuts during rekeys (log: $run/powercut_rekey.log)"
+	tstart=$(date +%s)
+	POWERCUT_CUTS=2 POWERCUT_SEED=0x24f0002 POWERCUT_OUT=$run/powercut_rekey \
+		POWERCUT_BIN=$build/tests/powercut/btrfs_fscrypt_rekey_powercut \
+		"$top/tests/run-powercut.sh" >"$run/powercut_rekey.log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - tstart ))
+	case $rc in
+	0) report PASS powercut_rekey "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut_rekey/figures.tsv" 2>/dev/null)" ;;
+	77) report SKIP powercut_rekey "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut_rekey/summary.md" 2>/dev/null)" "$run/powercut_rekey.log" ;;
+	*) report FAIL powercut_rekey "$secs" "$(fail_reason "$run/powercut_rekey.log")" "$run/powercut_rekey.log" ;;
 	esac
 fi
 

@@ -42,9 +42,20 @@
 #
 # The workload hook API (the wl_* functions below are the defaults; a
 # workload's hooks.sh redefines those it needs; bench/README.md, "Adding a
-# workload"): wl_phases, wl_profile_phase, wl_count_phases, wl_probe MNT,
-# wl_prep MNT PHASES..., wl_checks MNT PHASES..., wl_target MNT PHASE,
-# wl_after_phase ARM REP PHASE MNT DIR.
+# workload"): wl_phases, wl_profile_phase, wl_count_phases,
+# wl_command_phases, wl_after_mount MNT, wl_probe MNT, wl_prep MNT
+# PHASES..., wl_checks MNT PHASES..., wl_target MNT PHASE, wl_command ARM
+# MNT PHASE OUT, wl_after_phase ARM REP PHASE MNT DIR.
+#
+# Command phases: a phase named by wl_command_phases (COMMAND_PHASES) runs
+# the workload's wl_command instead of fio, for a measurement fio cannot
+# make (rekeytime: the time of one ioctl). It is timed like a fio phase
+# (sync and dropped caches before it, in the same order among the arms and
+# reps), but its result is raw/<arm>/rep<N>/PHASE.tsv, "name<TAB>value"
+# lines written by wl_command, to which the driver adds the CPU time of all
+# CPUs around the command (cpu_units, cpu_units_per_s, cpu_source); it has
+# no line in cpu.tsv. The run lists them in command-phases; the generic
+# report (fio's numbers) leaves them to the workload's reports/wl_<kind>.py.
 
 # bench_load_workload DIR: the workload in DIR (workload.conf, its
 # defaults, then hooks.sh over the default hooks). Needs the variables of
@@ -58,6 +69,7 @@ bench_load_workload() { # dir
 	MAX_EXTENTS=${MAX_EXTENTS:-}
 	PROFILE_PHASE=${PROFILE_PHASE:-randread}
 	COUNT_PHASES=${COUNT_PHASES:-}
+	COMMAND_PHASES=${COMMAND_PHASES:-}
 	EST_ARM_RUN_S=${EST_ARM_RUN_S:-60}
 	EST_PREP_S=${EST_PREP_S:-60}
 	export PATH=/job/tools:$PATH FILE_SIZE
@@ -86,6 +98,16 @@ wl_profile_phase() { echo "$PROFILE_PHASE"; }
 # with the fscrypt events counted (tracefs), after its profiles.
 wl_count_phases() { echo $COUNT_PHASES; }
 
+# wl_command_phases: the phases (of wl_phases) that run wl_command instead
+# of fio (see "Command phases" above).
+wl_command_phases() { echo $COMMAND_PHASES; }
+
+# wl_after_mount MNT: after every mount of an arm, fresh or restored (and
+# so before wl_probe and wl_prep, or before the FIEMAP check of a restored
+# filesystem), with the arm's key added, e.g. to add more keys. Print why
+# and return 3 to skip the arm, 1 on errors. Default: nothing.
+wl_after_mount() { return 0; }
+
 # wl_probe MNT: can this arm run the workload? Print why not and return 3
 # to skip the arm (like an arm the kernel does not support), 1 on errors.
 wl_probe() { return 0; }
@@ -104,6 +126,14 @@ wl_checks() { echo "$FILE $1/bench/$FILE $MIN_EXTENTS ${MAX_EXTENTS:--} 0"; }
 wl_target() { echo "$1/bench/$FILE"; }
 
 
+# wl_command ARM MNT PHASE OUT: the measured command of a command phase;
+# writes its result to OUT, "name<TAB>value" lines (numbers where they are
+# numbers). A non-zero status fails the run. No default command.
+wl_command() { # arm mnt phase out
+	echo "workload '$WORKLOAD' names $3 a command phase, but has no wl_command" >&2
+	return 1
+}
+
 # wl_after_phase ARM REP PHASE MNT DIR: after each timed phase (outside its
 # CPU window), e.g. to keep a per-phase file in DIR, the rep's raw directory
 # raw/<arm>/rep<N>/, beside PHASE.json (the host collects the whole of raw/
@@ -112,11 +142,23 @@ wl_target() { echo "$1/bench/$FILE"; }
 wl_after_phase() { return 0; }
 
 
+# Is PHASE a command phase of the workload?
+is_command_phase() { # phase
+	case " $(wl_command_phases) " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 # One measured phase: its job file is PHASE.fio, else KIND.fio for a phase
-# named KIND-SOMETHING. Extra fio options after the json file.
+# named KIND-SOMETHING. Extra fio options after the json file. A command
+# phase runs wl_command instead, its result going beside the json file's
+# name: DIR/NAME.json -> DIR/NAME.tsv (no fio options).
 run_phase() { # arm mnt phase json [fio options...]
 	local arm=$1 mnt=$2 phase=$3 json=$4 job=$wl/$3.fio
 	shift 4
+	if is_command_phase "$phase"; then
+		ARM=$arm wl_command "$arm" "$mnt" "$phase" "${json%.json}.tsv"
+		return
+	fi
 	[ -f "$job" ] || job=$wl/${phase%%-*}.fio
 	ARM=$arm BENCH_DIR=$mnt/bench TARGET=$(wl_target "$mnt" "$phase") \
 		fio "$@" --output-format=json+ --output="$json" "$job"
@@ -149,10 +191,15 @@ bench_init() {
 	phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
 	profile_phase=$(wl_profile_phase)
 	count_phases=$(wl_count_phases)
+	command_phases=$(wl_command_phases)
 	for p in $count_phases; do
 		case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
 	done
+	for p in $command_phases; do
+		case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: command phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
+	done
 	echo "$phases" >"$out/phases"
+	echo "$command_phases" >"$out/command-phases"
 	echo "$profile_phase" >"$out/profile-phase"
 	start=$(date +%s)
 	nr_arms=$(echo $ARMS | wc -w)
@@ -177,8 +224,10 @@ bench_init() {
 
 	if [ "$cpu_source" = schedstat ]; then
 		cpu_mark='cat /proc/schedstat'
+		cpu_units_per_s=1000000000
 	else
 		cpu_mark='read l </proc/stat && echo "$l"'
+		cpu_units_per_s=$(getconf CLK_TCK 2>/dev/null || echo 100)
 	fi
 	cpu_win_dir=/tmp/fio-cpu-window
 }
@@ -302,6 +351,9 @@ setup_fs() { # arm rep dev mnt [restore]
 		echo "$arm expects $(arm_key_mode "$arm") keys, the kernel gives ${km%%$'\t'*}"
 		return 1
 	fi
+	err=$(ARM=$arm wl_after_mount "$mnt" 2>&1)
+	rc=$?
+	[ $rc = 0 ] || { echo "$err"; return $rc; }
 	if [ "$restore" = 0 ]; then
 		err=$(ARM=$arm wl_probe "$mnt" 2>&1)
 		rc=$?
@@ -531,11 +583,37 @@ cpu_of_file() { # file
 	fi
 }
 
+# A timed command phase: wl_command after sync and dropped caches, its
+# result DIR/PHASE.tsv, to which the CPU time of all CPUs around the whole
+# command is added (cpu_units in cpu_source's unit, cpu_units_per_s); no
+# line in cpu.tsv, which has fio's I/O windows only.
+run_command_phase() { # arm rep mnt dir phase
+	local arm=$1 rep=$2 mnt=$3 dir=$4 phase=$5 c0 c1
+	drop_caches
+	cpu_now
+	c0=$cpu_ticks
+	run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" >/tmp/command.out 2>&1 ||
+		{ echo "bench: command phase $phase failed for $arm rep $rep"; cat /tmp/command.out; exit 1; }
+	cpu_now
+	c1=$cpu_ticks
+	[ -s "$dir/$phase.tsv" ] || { echo "bench: FAIL: command phase $phase of $arm rep $rep wrote no $dir/$phase.tsv"; cat /tmp/command.out; exit 1; }
+	if [ -n "$c0" ] && [ -n "$c1" ]; then
+		printf 'cpu_units\t%s\ncpu_units_per_s\t%s\ncpu_source\t%s\n' "$((c1 - c0))" \
+			"$cpu_units_per_s" "$cpu_source" >>"$dir/$phase.tsv"
+	fi
+}
+
 run_phases() { # arm rep mnt dir
 	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0 c1 p0 p1 win pre post
 	mkdir -p "$dir"
 	for phase in $phases; do
 		progress "$phase"
+		if is_command_phase "$phase"; then
+			run_command_phase "$arm" "$rep" "$mnt" "$dir" "$phase"
+			wl_after_phase "$arm" "$rep" "$phase" "$mnt" "$dir" ||
+				{ echo "bench: FAIL: wl_after_phase $phase failed for $arm rep $rep"; exit 1; }
+			continue
+		fi
 		rm -rf "$cpu_win_dir" && mkdir -p "$cpu_win_dir" ||
 			{ echo "bench: FAIL: cannot make $cpu_win_dir"; exit 1; }
 		drop_caches

@@ -51,7 +51,11 @@ for d in "$top"/bench/workloads/*/; do
 	else
 		bad "$w: no prep.fio and no wl_prep in hooks.sh"
 	fi
+	# a command phase (bench/README.md, "Command phases") runs the
+	# workload's wl_command, not fio: no job file
+	cmds=" $(in_workload "$w" wl_command_phases) "
 	for p in $phases $(in_workload "$w" wl_profile_phase); do
+		case $cmds in *" $p "*) continue ;; esac
 		if [ -f "$d/$p.fio" ] || [ -f "$d/${p%%-*}.fio" ]; then :; else bad "$w: phase $p has no job file"; fi
 	done
 	# shellcheck disable=SC2086
@@ -102,6 +106,21 @@ same "groupsweep: a file per point, each checked once" "$(in_workload groupsweep
 	"g1 /x/bench/frag-g1 16384 - 0
 g0 /x/bench/frag-g0 16384 - 0"
 same "groupsweep: targets" "$(in_workload groupsweep wl_target /y seqread-g4096)" "/y/bench/frag-g4096"
+
+echo "== rekey and rekeytime"
+same "rekey: phases" "$(in_workload rekey wl_phases | xargs)" "seqread-onekey seqread-twokeys randread-onekey randread-twokeys"
+same "rekey: every read is counted, none is a command" "$(in_workload rekey wl_count_phases | xargs)|$(in_workload rekey wl_command_phases | xargs)" "seqread-onekey seqread-twokeys randread-onekey randread-twokeys|"
+same "rekey: both files in the subvolume, each promised MIN_EXTENTS" "$(in_workload rekey wl_checks /m)" "twokeys /m/sv/bench/twokeys 16384 - 0
+onekey /m/sv/bench/onekey 16384 - 0"
+same "rekey: targets" "$(in_workload rekey wl_target /m seqread-twokeys) $(in_workload rekey wl_target /m randread-onekey)" "/m/sv/bench/twokeys /m/sv/bench/onekey"
+same "rekey: a pass's list: every other block once, each write synced" "$(in_workload rekey rk_iolog /f 1 8 | awk '$2 == "write" { print $3 / 4096 }' | sort -n | xargs) $(in_workload rekey rk_iolog /f 0 8 | grep -c ' sync ')" "1 3 5 7 4"
+same "rekey: a pass's list is the same every time (fixed seed)" "$(in_workload rekey rk_iolog /f 0 64 | md5sum)" "$(in_workload rekey rk_iolog /f 0 64 | md5sum)"
+same "rekeytime: default points, all command phases" "$(in_workload rekeytime wl_phases | xargs)|$(in_workload rekeytime wl_command_phases | xargs)" "rekey-n1000 rekey-n10000 rekey-n100000|rekey-n1000 rekey-n10000 rekey-n100000"
+same "rekeytime: REKEY_NAMES override, profile phase the last point" "$(REKEY_NAMES="5000 20" in_workload rekeytime wl_phases | xargs) $(REKEY_NAMES="5000 20" in_workload rekeytime wl_profile_phase)" "rekey-n5000 rekey-n20 rekey-n20"
+same "rekeytime: a point that is not a number, or twice, gives no phases" "$(REKEY_NAMES="1 x" in_workload rekeytime wl_phases 2>/dev/null)$(REKEY_NAMES="4 04" in_workload rekeytime wl_phases 2>/dev/null)" ""
+same "rekeytime: each point's last file, promised empty" "$(REKEY_NAMES="10 2500" in_workload rekeytime wl_checks /m rekey-n10 rekey-n2500)" "n10 /m/rk-n10/d/dir-0000/file-000009 0 0 0
+n2500 /m/rk-n2500/d/dir-0002/file-002499 0 0 0"
+same "rekeytime: its parameters are recorded" "$(in_workload rekeytime bench_params | xargs)" "REKEY_NAMES=1000 10000 100000 REKEY_DIR_NAMES=1000"
 
 echo "== sequential and fragmented"
 same "sequential: at most 64 extents" "$(in_workload sequential wl_checks /m)" "seq /m/bench/seq 1 64 0"

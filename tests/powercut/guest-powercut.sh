@@ -13,7 +13,8 @@
 # "powercut: working" there). Scratch disks: /dev/vdd the filesystem,
 # /dev/vde the log.
 export SCRATCH_DEV=/dev/vdd SCRATCH_DEV2=/dev/vde SCRATCH_MNT=/mnt/scratch
-bin=/job/btrfs_fscrypt_powercut
+# POWERCUT_BIN of tests/run-powercut.sh, under a fixed name.
+bin=/job/powercut-prog
 mkdir -p "$SCRATCH_MNT" "$RESULTS"
 
 IFS=: read -r what seed cut <<<"${LAB_ARGS:-}"
