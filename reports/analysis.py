@@ -24,14 +24,13 @@ DEFAULT_THRESHOLD = 5.0
 RATIO_METRICS = ("bw_bytes", "cpu_per_mib", "cpu_per_op")
 
 
-def ratio_entry(run, a, b, phase, metric, threshold):
-    """The ratio A/B of one per-rep metric on one phase (labstats.ratio:
-    per-rep pairs, geometric mean, bootstrap CI), with the report's
-    significance test of the arms' values (Mann-Whitney, ranges, change =
-    100 x (ratio - 1) against the threshold). None when an arm has no
-    value of the metric (no CPU data)."""
-    va = values_by_rep(run, a, phase, metric)
-    vb = values_by_rep(run, b, phase, metric)
+def values_ratio(va, vb, metric, threshold, n_keys=("n_a", "n_b")):
+    """The ratio A/B of one per-rep metric given as {rep: value} of A and
+    of B (labstats.ratio: per-rep pairs, geometric mean, bootstrap CI),
+    with the report's significance test of the two sets of values
+    (Mann-Whitney, ranges, change = 100 x (ratio - 1) against the
+    threshold); their counts under the names n_keys. None when either has
+    no value (no CPU data)."""
     if not va or not vb:
         return None
     r = L.ratio(va, vb)
@@ -44,9 +43,18 @@ def ratio_entry(run, a, b, phase, metric, threshold):
             "min_p": L.min_mw_p(len(va), len(vb)),
             "ci_supported": r["ci_supported"],
             "not_conclusive": r["not_conclusive"],
-            "n_a": len(va), "n_b": len(vb), "n_pairs": r["n"],
+            n_keys[0]: len(va), n_keys[1]: len(vb), "n_pairs": r["n"],
             "per_rep_ratio": dict(zip(r["reps"], r["samples"])),
             "dropped": r["dropped"]}
+
+
+def ratio_entry(run, a, b, phase, metric, threshold):
+    """The ratio A/B of one per-rep metric on one phase, arm A's values
+    against arm B's (values_ratio). None when an arm has no value of the
+    metric (no CPU data)."""
+    return values_ratio(values_by_rep(run, a, phase, metric),
+                        values_by_rep(run, b, phase, metric), metric,
+                        threshold)
 
 
 def comparison(run, a, b, label, phase, threshold):

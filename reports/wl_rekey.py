@@ -28,6 +28,7 @@ import os
 import re
 
 from reports import labstats as L
+from reports.analysis import values_ratio
 from reports.fmt import (fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op,
                          fmt_mib, fmt_ns, fmt_p, fmt_pct, fmt_ratio, isnum)
 from reports.plots import _plt, _save, add_skipped_legend
@@ -87,27 +88,16 @@ def phase_ratio(run, arm, num, den, metric, threshold):
     """The ratio num / den of one per-rep metric of one arm, two of its
     phases paired by rep: labstats.ratio (geometric mean of per-rep
     ratios, bootstrap CI) and the significance test of the report's
-    comparisons (analysis.ratio_entry); the medians of both phases. None
-    when either phase has no value of the metric (no CPU data)."""
+    comparisons (analysis.values_ratio, as analysis.ratio_entry); the
+    medians of both phases. None when either phase has no value of the
+    metric (no CPU data)."""
     va = values_by_rep(run, arm, num, metric)
     vb = values_by_rep(run, arm, den, metric)
-    if not va or not vb:
-        return None
-    r = L.ratio(va, vb)
-    change = (100.0 * (r["value"] - 1.0) if isnum(r["value"])
-              else float("nan"))
-    sc = L.significant_change(list(va.values()), list(vb.values()),
-                              threshold, change=change)
-    return {"metric": metric, "ratio": r["value"], "ci_lo": r["ci_lo"],
-            "ci_hi": r["ci_hi"], **sc,
-            "min_p": L.min_mw_p(len(va), len(vb)),
-            "ci_supported": r["ci_supported"],
-            "not_conclusive": r["not_conclusive"],
-            "n_num": len(va), "n_den": len(vb), "n_pairs": r["n"],
-            "per_rep_ratio": dict(zip(r["reps"], r["samples"])),
-            "dropped": r["dropped"],
-            "median_num": L.summary(va.values())["median"],
-            "median_den": L.summary(vb.values())["median"]}
+    e = values_ratio(va, vb, metric, threshold, ("n_num", "n_den"))
+    if e is not None:
+        e.update(median_num=L.summary(va.values())["median"],
+                 median_den=L.summary(vb.values())["median"])
+    return e
 
 
 def p99_ratio(run, arm, num, den):

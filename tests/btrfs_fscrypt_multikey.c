@@ -62,8 +62,6 @@
 #define NBLK 8u
 #define SEED1 0x4b31u
 #define SEED2 0x4b32u
-#define KEY_ITEM_TYPE LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY
-#define ROOT_DIR_INO 256
 #define EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
 #define MKFS "mkfs.btrfs -q -f"
 
@@ -141,31 +139,10 @@ static void check_all(const char *when)
 static void check_records(const char *path, const char *what,
 			  const uint8_t *const want[], size_t nwant)
 {
-	struct lab_btrfs_item *it = NULL;
-	size_t n = 0, i, j, found;
+	long n = lab_btrfs_check_key_records(path, what, want, nwant);
 
-	if (!CHECK_OK(lab_btrfs_search(path, ROOT_DIR_INO, KEY_ITEM_TYPE, &it, &n),
-		      "search the key items of %s", path))
-		return;
-	printf("%s: %zu key item(s)\n", what, n);
-	CHECK(n == nwant, "%s: %zu key items, expected %zu", what, n, nwant);
-	for (i = 0; i < n; i++) {
-		if (!CHECK(it[i].len == LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE,
-			   "%s: key item %zu has %u bytes, expected %d", what, i,
-			   it[i].len, LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE))
-			continue;
-		CHECK(it[i].offset == braw_le64(it[i].data),
-		      "%s: key item at offset %llu, its identifier starts %llu", what,
-		      (unsigned long long)it[i].offset,
-		      (unsigned long long)braw_le64(it[i].data));
-		CHECK(braw_le64(it[i].data + 16) == 0, "%s: key item flags %llu", what,
-		      (unsigned long long)braw_le64(it[i].data + 16));
-		for (found = 0, j = 0; j < nwant; j++)
-			found += !memcmp(it[i].data, want[j], FSCRYPT_KEY_IDENTIFIER_SIZE);
-		CHECK(found == 1, "%s: key item %zu names a key that is not expected",
-		      what, i);
-	}
-	lab_btrfs_items_free(it, n);
+	if (n >= 0)
+		printf("%s: %ld key item(s)\n", what, n);
 }
 
 /* Count the extents of @path whose contexts name K1 and K2 (others fail). */
@@ -409,60 +386,17 @@ out:
 static void check_ciphertext(const struct lab_btrfs_file_extent *fe, size_t n,
 			     const struct raw_btrfs_chunk *chunks, size_t nchunks)
 {
-	uint8_t key[FREF_XTS_KEY_SIZE], other[FREF_XTS_KEY_SIZE];
-	uint64_t offs[RAW_BTRFS_MAX_STRIPES], pos, unit, addr;
-	struct lab_fscrypt_extent_ctx ctx;
-	size_t i, blocks = 0, ok = 0, under1 = 0;
-	struct fblk_block b;
-	int is1, q, nc, r;
+	const uint8_t *mk[2] = { mk1, mk2 }, *id[2] = { id1, id2 };
+	struct fblk_two_keys got;
 
-	fblk_alloc(&b, BLK);
-	for (i = 0; i < n; i++) {
-		if (fe[i].encryption != LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT ||
-		    lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &ctx))
-			continue;
-		is1 = !memcmp(ctx.key_id, id1, sizeof(id1));
-		if (fref_per_extent_key(is1 ? mk1 : mk2, sizeof(mk1), ctx.nonce, key,
-					sizeof(key)) ||
-		    fref_per_extent_key(is1 ? mk2 : mk1, sizeof(mk1), ctx.nonce, other,
-					sizeof(other)))
-			lab_die("reference key derivation failed");
-		for (pos = fe[i].file_offset;
-		     pos < fe[i].file_offset + fe[i].num_bytes && pos < fb.size; pos += BLK) {
-			unit = (fe[i].offset + pos - fe[i].file_offset) / BLK;
-			addr = fe[i].disk_bytenr + fe[i].offset + pos - fe[i].file_offset;
-			fblk_plaintext(&b, fb.data, fb.size, pos / BLK, BLK);
-			snprintf(b.what, sizeof(b.what), "b block %llu (under K%d, unit %llu of extent %llu)",
-				 (unsigned long long)(pos / BLK), is1 ? 1 : 2,
-				 (unsigned long long)unit, (unsigned long long)ctx.extent_nr);
-			b.encrypted = 1;
-			b.want_what = "reference ciphertext under the context's key";
-			if (fref_encrypt_extent_unit(key, ctx.extent_nr, unit, b.pt, b.want, BLK) ||
-			    fref_encrypt_extent_unit(other, ctx.extent_nr, unit, b.pt, b.ctl[0],
-						     BLK))
-				lab_die("reference encryption failed");
-			snprintf(b.ctl_what[0], sizeof(b.ctl_what[0]),
-				 "the same block under the other master key");
-			b.nctl = 1;
-			nc = raw_btrfs_map(chunks, nchunks, addr, BLK, offs);
-			if (!CHECK(nc > 0, "%s: address %llu not mapped", b.what,
-				   (unsigned long long)addr))
-				continue;
-			blocks++;
-			under1 += is1;
-			for (q = 0; q < nc; q++) {
-				r = fblk_check_copy(dev, BLK, offs[q], &b, 1);
-				ok += r == 1;
-			}
-		}
-	}
+	fblk_check_two_key_extents(dev, BLK, "b", fb.data, fb.size, fe, n, chunks, nchunks,
+				   mk, id, &got);
 	printf("b on the device: %zu blocks (%zu under K1), %zu copies equal the model\n",
-	       blocks, under1, ok);
-	CHECK(blocks > 0 && under1 > 0 && under1 < blocks,
-	      "b's blocks are not under both keys: %zu blocks, %zu under K1", blocks,
-	      under1);
-	CHECK(ok >= blocks, "%zu of %zu blocks equal the model", ok, blocks);
-	fblk_free(&b);
+	       got.blocks, got.under[0], got.ok);
+	CHECK(got.blocks > 0 && got.under[0] > 0 && got.under[0] < got.blocks,
+	      "b's blocks are not under both keys: %zu blocks, %zu under K1", got.blocks,
+	      got.under[0]);
+	CHECK(got.ok >= got.blocks, "%zu of %zu blocks equal the model", got.ok, got.blocks);
 }
 
 /* Rewrite, offline, the key identifier in the context of @path's first extent. */

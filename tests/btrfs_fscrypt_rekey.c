@@ -58,6 +58,7 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
+#include "btrfs_rekey.h"
 #include "fscrypt_blocks.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_ref.h"
@@ -66,8 +67,6 @@
 #include "lab_child.h"
 #include "rawdev.h"
 
-#include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -78,38 +77,12 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/btrfs.h>
 
-/* ---- the ioctl (include/uapi/linux/btrfs.h of the series) ---------------- */
-
-#ifndef BTRFS_IOC_FSCRYPT_REKEY
-struct lab_btrfs_fscrypt_rekey_args {
-	__u8 from[FSCRYPT_KEY_IDENTIFIER_SIZE];	/* in: the old master key */
-	struct fscrypt_policy_v2 to;		/* in: the new policy */
-	__u64 flags;				/* in: 0 */
-	__u64 nr_dirs;				/* out: what was moved */
-	__u64 nr_names;
-	__u64 nr_symlinks;
-	__u64 nr_files;
-	__u64 reserved[4];			/* in: 0 */
-	char name[BTRFS_SUBVOL_NAME_MAX + 1];	/* in: the subvolume's name */
-};
-#define LAB_BTRFS_IOC_FSCRYPT_REKEY \
-	_IOWR(BTRFS_IOCTL_MAGIC, 0xe0, struct lab_btrfs_fscrypt_rekey_args)
-#else
-#define lab_btrfs_fscrypt_rekey_args btrfs_ioctl_fscrypt_rekey_args
-#define LAB_BTRFS_IOC_FSCRYPT_REKEY BTRFS_IOC_FSCRYPT_REKEY
-#endif
-
-_Static_assert(sizeof(struct lab_btrfs_fscrypt_rekey_args) == 4152,
-	       "struct btrfs_ioctl_fscrypt_rekey_args is not 4152 bytes");
-_Static_assert(offsetof(struct lab_btrfs_fscrypt_rekey_args, flags) == 40,
-	       "btrfs_ioctl_fscrypt_rekey_args::flags moved");
-_Static_assert(offsetof(struct lab_btrfs_fscrypt_rekey_args, name) == 112,
-	       "btrfs_ioctl_fscrypt_rekey_args::name moved");
-
-typedef struct lab_btrfs_fscrypt_rekey_args rk_args_t;
+/* BTRFS_IOC_FSCRYPT_REKEY's argument (tests/lib/btrfs_rekey.h) */
+typedef struct btrfs_ioctl_fscrypt_rekey_args rk_args_t;
 
 /* ---- constants ------------------------------------------------------------ */
 
@@ -118,8 +91,6 @@ typedef struct lab_btrfs_fscrypt_rekey_args rk_args_t;
 #define SEED1 0x524b31u
 #define SEED2 0x524b32u
 #define SEED3 0x524b33u		/* K3: never added */
-#define KEY_ITEM_TYPE LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY
-#define ROOT_DIR_INO 256
 #define EXTENT_KEYS_FEATURE LAB_BTRFS_EXTENT_KEYS_FEATURE
 #define MKFS "mkfs.btrfs -q -f"
 #define TAG_BYTES 8
@@ -185,7 +156,7 @@ static char tag[TAG_LEN + 1];
 static char data_marker[64], ctl_marker[64], ctl_name[64];
 static uint32_t next_seed = 1;
 static unsigned mark_no;
-static struct rk_tree sv, before, svr, svb, svi, svc;
+static struct rk_tree sv, before, svr, svb, svi, svc, svs;
 static size_t fF = RK_NONE, fG = RK_NONE;	/* F and G in sv.files */
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -536,58 +507,6 @@ static void tree_expect(const struct rk_tree *t, struct rk_counts *c)
 
 /* ---- reading the tree back ------------------------------------------------------ */
 
-struct rk_list {
-	char **name;
-	size_t n;
-};
-
-static void list_free(struct rk_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->name[i]);
-	free(l->name);
-	l->name = NULL;
-	l->n = 0;
-}
-
-/* The names in directory @path, without "." and "..". */
-static int list_dir(const char *path, struct rk_list *l)
-{
-	struct dirent *e;
-	DIR *d;
-	int err;
-
-	l->name = NULL;
-	l->n = 0;
-	d = opendir(path);
-	if (!d)
-		return -1;
-	for (;;) {
-		errno = 0;
-		e = readdir(d);
-		if (!e)
-			break;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		l->name = realloc(l->name, (l->n + 1) * sizeof(*l->name));
-		if (!l->name)
-			lab_die("out of memory");
-		l->name[l->n] = strdup(e->d_name);
-		if (!l->name[l->n++])
-			lab_die("out of memory");
-	}
-	err = errno;
-	closedir(d);
-	if (err) {
-		list_free(l);
-		errno = err;
-		return -1;
-	}
-	return 0;
-}
-
 static size_t children(const struct rk_tree *t, const char *dir)
 {
 	size_t i, n = 0;
@@ -601,12 +520,12 @@ static size_t children(const struct rk_tree *t, const char *dir)
 static void check_listing(const struct rk_tree *t, const char *dir)
 {
 	char p[PATH_MAX];
-	struct rk_list l;
+	struct lab_names l;
 	size_t i, j, found;
 	const char *b;
 
 	node_path(t, dir, p);
-	if (!CHECK_OK(list_dir(p, &l), "readdir %s", p))
+	if (!CHECK_OK(lab_list_dir(p, &l), "readdir %s", p))
 		return;
 	CHECK(l.n == children(t, dir), "%s lists %zu names, expected %zu", p, l.n,
 	      children(t, dir));
@@ -619,7 +538,7 @@ static void check_listing(const struct rk_tree *t, const char *dir)
 		CHECK(found == 1, "%s: the name \"%.24s%s\" (%zu bytes) is listed %zu times, expected once",
 		      p, b, strlen(b) > 24 ? "..." : "", strlen(b), found);
 	}
-	list_free(&l);
+	lab_names_free(&l);
 }
 
 static const struct rk_node *child_by_ino(const struct rk_tree *t,
@@ -644,13 +563,13 @@ static void check_nokey_dir(const struct rk_tree *t, const char *dir,
 {
 	char p[PATH_MAX], buf[PATH_MAX];
 	const struct rk_node *nd;
-	struct rk_list l;
+	struct lab_names l;
 	struct stat st;
 	size_t i, j;
 	ssize_t r;
 	int fd, e;
 
-	if (!CHECK_OK(list_dir(path, &l), "readdir %s without the key", path))
+	if (!CHECK_OK(lab_list_dir(path, &l), "readdir %s without the key", path))
 		return;
 	CHECK(l.n == children(t, dir), "%s lists %zu no-key names, expected %zu", path,
 	      l.n, children(t, dir));
@@ -697,7 +616,7 @@ static void check_nokey_dir(const struct rk_tree *t, const char *dir,
 			break;
 		}
 	}
-	list_free(&l);
+	lab_names_free(&l);
 }
 
 /* Every block of file @fidx: its data if its key is in @have, else ENOKEY. */
@@ -852,43 +771,14 @@ static void check_policies(const struct rk_tree *t, int key, int ioctls)
 	}
 }
 
-static uint64_t get_le64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
 /* The key items of the subvolume holding @path name exactly @want. */
 static void check_records(const char *path, const char *what,
 			  const uint8_t *const want[], size_t nwant)
 {
-	struct lab_btrfs_item *it = NULL;
-	size_t n = 0, i, j, found;
+	long n = lab_btrfs_check_key_records(path, what, want, nwant);
 
-	if (!CHECK_OK(lab_btrfs_search(path, ROOT_DIR_INO, KEY_ITEM_TYPE, &it, &n),
-		      "search the key items of %s", path))
-		return;
-	printf("   %s: %zu key item(s)\n", what, n);
-	CHECK(n == nwant, "%s: %zu key items, expected %zu", what, n, nwant);
-	for (i = 0; i < n; i++) {
-		if (!CHECK(it[i].len == LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE,
-			   "%s: key item %zu has %u bytes, expected %d", what, i,
-			   it[i].len, LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE))
-			continue;
-		CHECK(it[i].offset == get_le64(it[i].data),
-		      "%s: key item at offset %llu, its identifier starts %llu", what,
-		      (unsigned long long)it[i].offset,
-		      (unsigned long long)get_le64(it[i].data));
-		CHECK(get_le64(it[i].data + 16) == 0, "%s: key item flags %llu", what,
-		      (unsigned long long)get_le64(it[i].data + 16));
-		for (found = 0, j = 0; j < nwant; j++)
-			found += !memcmp(it[i].data, want[j], FSCRYPT_KEY_IDENTIFIER_SIZE);
-		CHECK(found == 1, "%s: key item %zu names K%d (0: another key), not an expected one",
-		      what, i, key_of(it[i].data));
-	}
-	lab_btrfs_items_free(it, n);
+	if (n >= 0)
+		printf("   %s: %ld key item(s)\n", what, n);
 }
 
 static void check_records_k1(const char *path, const char *what)
@@ -917,32 +807,9 @@ static void check_unchanged(const struct rk_tree *t, const char *after)
 
 /* ---- the rekey ioctl --------------------------------------------------------------- */
 
-static void rk_fill(rk_args_t *a, const char *name, const uint8_t *from,
-		    const struct fscrypt_policy_v2 *to)
-{
-	memset(a, 0, sizeof(*a));
-	memcpy(a->from, from, FSCRYPT_KEY_IDENTIFIER_SIZE);
-	memcpy(&a->to, to, sizeof(a->to));
-	lab_pathf(a->name, sizeof(a->name), "%s", name);
-}
-
 static int rekey_fd(int fd, rk_args_t *a)
 {
-	return ioctl(fd, LAB_BTRFS_IOC_FSCRYPT_REKEY, a);
-}
-
-/* The ioctl on @parent (opened O_RDONLY | O_DIRECTORY); errno kept. */
-static int rekey_at(const char *parent, rk_args_t *a)
-{
-	int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r, e;
-
-	if (fd < 0)
-		return -1;
-	r = rekey_fd(fd, a);
-	e = errno;
-	close(fd);
-	errno = e;
-	return r;
+	return ioctl(fd, BTRFS_IOC_FSCRYPT_REKEY, a);
 }
 
 /* The tree's policy (read from its top) with the identifier of K@key. */
@@ -966,15 +833,6 @@ static int counts_are(const rk_args_t *a, const struct rk_counts *c)
 	       a->nr_symlinks == c->symlinks && a->nr_files == c->files;
 }
 
-static int counts_zero(const rk_args_t *a)
-{
-	return !a->nr_dirs && !a->nr_names && !a->nr_symlinks && !a->nr_files;
-}
-
-#define COUNTS_FMT "%llu dirs (%llu names), %llu symlinks, %llu files"
-#define COUNTS_ARGS(a) (unsigned long long)(a)->nr_dirs, \
-	(unsigned long long)(a)->nr_names, (unsigned long long)(a)->nr_symlinks, \
-	(unsigned long long)(a)->nr_files
 #define WANT_ARGS(c) (c)->dirs, (c)->names, (c)->symlinks, (c)->files
 
 /* Move the whole tree to K@to_key: the counts, the log line. */
@@ -988,19 +846,20 @@ static int rekey_tree(struct rk_tree *t, int to_key)
 
 	tree_expect(t, &want);
 	to_policy(t, to_key, &to);
-	rk_fill(&a, t->name, ids[from], &to);
-	printf("-- rekey %s from K%d to K%d: expecting " COUNTS_FMT "\n", t->sub, from,
+	lab_rekey_args(&a, t->name, ids[from], &to);
+	printf("-- rekey %s from K%d to K%d: expecting " LAB_REKEY_COUNTS_FMT "\n", t->sub, from,
 	       to_key, WANT_ARGS(&want));
 	mark("rekey");
-	if (!CHECK_OK(rekey_at(t->parent, &a), "rekey %s from K%d to K%d", t->sub, from,
+	if (!CHECK_OK(lab_rekey_at(t->parent, &a), "rekey %s from K%d to K%d", t->sub, from,
 		      to_key)) {
 		lab_log_show(20);
 		return 0;
 	}
 	t->key = to_key;
-	printf("   moved " COUNTS_FMT "\n", COUNTS_ARGS(&a));
-	CHECK(counts_are(&a, &want), "rekey of %s moved " COUNTS_FMT ", expected " COUNTS_FMT,
-	      t->sub, COUNTS_ARGS(&a), WANT_ARGS(&want));
+	printf("   moved " LAB_REKEY_COUNTS_FMT "\n", LAB_REKEY_COUNTS_ARGS(&a));
+	CHECK(counts_are(&a, &want),
+	      "rekey of %s moved " LAB_REKEY_COUNTS_FMT ", expected " LAB_REKEY_COUNTS_FMT,
+	      t->sub, LAB_REKEY_COUNTS_ARGS(&a), WANT_ARGS(&want));
 	snprintf(ere, sizeof(ere),
 		 "rekey of subvolume [0-9]+ to fscrypt key [0-9a-f]+ moved %llu dirs \\(%llu names\\), %llu symlinks, %llu files of [0-9]+: 0",
 		 WANT_ARGS(&want));
@@ -1015,11 +874,12 @@ static void rekey_again(const struct rk_tree *t, int from, int to_key)
 	rk_args_t a;
 
 	to_policy(t, to_key, &to);
-	rk_fill(&a, t->name, ids[from], &to);
+	lab_rekey_args(&a, t->name, ids[from], &to);
 	printf("-- rekey %s from K%d to K%d again\n", t->sub, from, to_key);
-	if (CHECK_OK(rekey_at(t->parent, &a), "the same rekey of %s again", t->sub))
-		CHECK(counts_zero(&a), "the same rekey of %s again moved " COUNTS_FMT
-		      ", expected nothing", t->sub, COUNTS_ARGS(&a));
+	if (CHECK_OK(lab_rekey_at(t->parent, &a), "the same rekey of %s again", t->sub))
+		CHECK(lab_rekey_moved_nothing(&a),
+		      "the same rekey of %s again moved " LAB_REKEY_COUNTS_FMT ", expected nothing",
+		      t->sub, LAB_REKEY_COUNTS_ARGS(&a));
 }
 
 /* A request that must fail with @err, moving nothing (and log @ere). */
@@ -1027,9 +887,10 @@ static void refused(const char *what, const char *parent, rk_args_t *a, int err,
 		    const char *ere)
 {
 	mark(what);
-	if (CHECK_ERRNO(rekey_at(parent, a), err, "rekey: %s", what))
-		CHECK(counts_zero(a), "rekey refused (%s), but it reports " COUNTS_FMT " moved",
-		      what, COUNTS_ARGS(a));
+	if (CHECK_ERRNO(lab_rekey_at(parent, a), err, "rekey: %s", what))
+		CHECK(lab_rekey_moved_nothing(a),
+		      "rekey refused (%s), but it reports " LAB_REKEY_COUNTS_FMT " moved",
+		      what, LAB_REKEY_COUNTS_ARGS(a));
 	if (ere)
 		CHECK(lab_log_has(ere), "%s: no kernel log line matching \"%s\"", what, ere);
 }
@@ -1070,9 +931,9 @@ static void probe_rekey(void)
 	rk_args_t a;
 
 	lab_default_policy(&p, ids[2]);
-	rk_fill(&a, "no-such-subvolume", ids[1], &p);
+	lab_rekey_args(&a, "no-such-subvolume", ids[1], &p);
 	a.flags = 1;
-	if (rekey_at(mnt, &a) == 0)
+	if (lab_rekey_at(mnt, &a) == 0)
 		CHECK(0, "a rekey with flags 1 succeeded");
 	else if (errno == ENOTTY)
 		/* Per-extent keys without rekey: the series is incomplete. */
@@ -1262,58 +1123,18 @@ static void check_ciphertext(const struct rk_file *f, const char *what,
 			     const struct lab_btrfs_file_extent *fe, size_t n,
 			     const struct raw_btrfs_chunk *chunks, size_t nchunks)
 {
-	uint8_t key[FREF_XTS_KEY_SIZE], other[FREF_XTS_KEY_SIZE];
-	uint64_t offs[RAW_BTRFS_MAX_STRIPES], pos, unit, addr, end;
-	size_t i, blocks = 0, ok = 0, nblk = nblocks(f->size);
-	struct lab_fscrypt_extent_ctx ctx;
-	struct fblk_block b;
-	int k, q, nc;
+	const uint8_t *mk[2] = { mks[1], mks[2] }, *id[2] = { ids[1], ids[2] };
+	size_t nblk = nblocks(f->size);
+	struct fblk_two_keys got;
 
-	fblk_alloc(&b, BLK);
-	for (i = 0; i < n; i++) {
-		if (fe[i].encryption != LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT ||
-		    lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &ctx))
-			continue;	/* reported by check_extent_keys() */
-		k = key_of(ctx.key_id);
-		if (k != 1 && k != 2)
-			continue;
-		if (fref_per_extent_key(mks[k], LAB_MASTER_KEY_SIZE, ctx.nonce, key,
-					sizeof(key)) ||
-		    fref_per_extent_key(mks[3 - k], LAB_MASTER_KEY_SIZE, ctx.nonce, other,
-					sizeof(other)))
-			lab_die("reference key derivation failed");
-		end = fe[i].file_offset + fe[i].num_bytes;
-		for (pos = fe[i].file_offset; pos < end && pos / BLK < nblk; pos += BLK) {
-			unit = (fe[i].offset + pos - fe[i].file_offset) / BLK;
-			addr = fe[i].disk_bytenr + fe[i].offset + pos - fe[i].file_offset;
-			fblk_plaintext(&b, f->data, f->size, pos / BLK, BLK);
-			snprintf(b.what, sizeof(b.what), "%s block %llu (K%d, unit %llu of extent %llu)",
-				 what, (unsigned long long)(pos / BLK), k,
-				 (unsigned long long)unit, (unsigned long long)ctx.extent_nr);
-			b.encrypted = 1;
-			b.want_what = "reference ciphertext under the context's key";
-			if (fref_encrypt_extent_unit(key, ctx.extent_nr, unit, b.pt, b.want, BLK) ||
-			    fref_encrypt_extent_unit(other, ctx.extent_nr, unit, b.pt, b.ctl[0],
-						     BLK))
-				lab_die("reference encryption failed");
-			snprintf(b.ctl_what[0], sizeof(b.ctl_what[0]),
-				 "the same block under the other master key");
-			b.nctl = 1;
-			nc = raw_btrfs_map(chunks, nchunks, addr, BLK, offs);
-			if (!CHECK(nc > 0, "%s: address %llu not mapped", b.what,
-				   (unsigned long long)addr))
-				continue;
-			blocks++;
-			for (q = 0; q < nc; q++)
-				ok += fblk_check_copy(dev, BLK, offs[q], &b, 1) == 1;
-		}
-	}
+	fblk_check_two_key_extents(dev, BLK, what, f->data, f->size, fe, n, chunks, nchunks,
+				   mk, id, &got);
 	printf("   %s on the device: %zu blocks, %zu copies equal the model\n", what,
-	       blocks, ok);
-	CHECK(blocks == nblk, "%s: %zu of its %zu blocks found on the device", what, blocks,
-	      nblk);
-	CHECK(ok >= blocks, "%s: %zu of %zu blocks equal the model", what, ok, blocks);
-	fblk_free(&b);
+	       got.blocks, got.ok);
+	CHECK(got.blocks == nblk, "%s: %zu of its %zu blocks found on the device", what,
+	      got.blocks, nblk);
+	CHECK(got.ok >= got.blocks, "%s: %zu of %zu blocks equal the model", what, got.ok,
+	      got.blocks);
 }
 
 #define MAX_NEEDLES 48
@@ -1509,7 +1330,7 @@ static int eperm_child(void *arg)
 	}
 	errno = 0;
 	r = rekey_fd(c->fd, &c->a);
-	if (r == -1 && errno == EPERM && counts_zero(&c->a))
+	if (r == -1 && errno == EPERM && lab_rekey_moved_nothing(&c->a))
 		return 0;
 	printf("rekey as uid 65534: %d, " LAB_ERR_FMT "\n", r, LAB_ERR_ARGS(errno));
 	return 1;
@@ -1540,7 +1361,7 @@ static int race_child(void *arg)
 static int moved_nothing(const struct rk_race *r)
 {
 	return (r->ret == -1 && (r->err == EBUSY || r->err == EINVAL)) ||
-	       (r->ret == 0 && counts_zero(&r->a));
+	       (r->ret == 0 && lab_rekey_moved_nothing(&r->a));
 }
 
 /* Two processes rekey svb K1 -> K2 at the same time. */
@@ -1567,7 +1388,7 @@ static void race(void)
 		r[i].ret = -2;	/* the child did not get to say */
 		r[i].go[0] = go[0];
 		r[i].go[1] = go[1];
-		rk_fill(&r[i].a, svb.name, ids[1], &to);
+		lab_rekey_args(&r[i].a, svb.name, ids[1], &to);
 		r[i].fd = open(svb.parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (r[i].fd < 0)
 			lab_die("open %s: %s", svb.parent, strerror(errno));
@@ -1583,14 +1404,14 @@ static void race(void)
 			   "racing rekey %d did not end within 300 s (code %d)", i, code))
 			lab_child_kill(pid[i], 2000);
 		close(r[i].fd);
-		printf("   rekey %d: %d %s, moved " COUNTS_FMT "\n", i, r[i].ret,
-		       r[i].ret ? lab_errname(r[i].err) : "", COUNTS_ARGS(&r[i].a));
+		printf("   rekey %d: %d %s, moved " LAB_REKEY_COUNTS_FMT "\n", i, r[i].ret,
+		       r[i].ret ? lab_errname(r[i].err) : "", LAB_REKEY_COUNTS_ARGS(&r[i].a));
 	}
 	won = -1;
 	for (i = 0; i < 2; i++)
 		if (r[i].ret == 0 && counts_are(&r[i].a, &want) && moved_nothing(&r[1 - i]))
 			won = i;
-	CHECK(won >= 0, "two rekeys at once: exactly one must move " COUNTS_FMT
+	CHECK(won >= 0, "two rekeys at once: exactly one must move " LAB_REKEY_COUNTS_FMT
 	      " and the other fail with EBUSY or move nothing", WANT_ARGS(&want));
 	if (r[0].ret == 0 || r[1].ret == 0)
 		svb.key = 2;
@@ -1620,40 +1441,40 @@ static void refusals(void)
 	check_unchanged(&svb, "its making");
 	to_policy(&svb, 2, &to2);
 
-	rk_fill(&a, svb.name, ids[1], &to2);
+	lab_rekey_args(&a, svb.name, ids[1], &to2);
 	a.flags = 1;
 	refused("flags 1", svb.parent, &a, EINVAL, NULL);
-	rk_fill(&a, svb.name, ids[1], &to2);
+	lab_rekey_args(&a, svb.name, ids[1], &to2);
 	a.reserved[2] = 1;
 	refused("a reserved word not 0", svb.parent, &a, EINVAL, NULL);
 	check_unchanged(&svb, "flags and reserved");
 
 	p = to2;
 	memcpy(p.master_key_identifier, ids[1], sizeof(ids[1]));
-	rk_fill(&a, svb.name, ids[1], &p);
+	lab_rekey_args(&a, svb.name, ids[1], &p);
 	refused("from == to", svb.parent, &a, EINVAL, NULL);
 	p = to2;
 	p.version = FSCRYPT_POLICY_V1;
-	rk_fill(&a, svb.name, ids[1], &p);
+	lab_rekey_args(&a, svb.name, ids[1], &p);
 	refused("to.version 1", svb.parent, &a, EINVAL, NULL);
 	p = to2;
 	p.flags = (p.flags & ~FSCRYPT_POLICY_FLAGS_PAD_MASK) |
 		  ((p.flags & FSCRYPT_POLICY_FLAGS_PAD_MASK) == FSCRYPT_POLICY_FLAGS_PAD_16 ?
 		   FSCRYPT_POLICY_FLAGS_PAD_32 : FSCRYPT_POLICY_FLAGS_PAD_16);
-	rk_fill(&a, svb.name, ids[1], &p);
+	lab_rekey_args(&a, svb.name, ids[1], &p);
 	refused("to with other padding flags", svb.parent, &a, EINVAL, differs);
 	p = to2;
 	p.contents_encryption_mode = FSCRYPT_MODE_AES_128_CBC;
-	rk_fill(&a, svb.name, ids[1], &p);
+	lab_rekey_args(&a, svb.name, ids[1], &p);
 	refused("to with another contents mode", svb.parent, &a, EINVAL, differs);
 	check_unchanged(&svb, "bad policies");
 
-	rk_fill(&a, svb.name, ids[3], &to2);
+	lab_rekey_args(&a, svb.name, ids[3], &to2);
 	snprintf(ere, sizeof(ere), "cannot rekey subvolume [0-9]+: it does not use fscrypt key %s",
 		 lab_hex(hex, ids[3], FSCRYPT_KEY_IDENTIFIER_SIZE));
 	refused("from K3, which svb never used", svb.parent, &a, EINVAL, ere);
 	to_policy(&svb, 3, &p);
-	rk_fill(&a, svb.name, ids[1], &p);
+	lab_rekey_args(&a, svb.name, ids[1], &p);
 	refused("to K3, which is not added", svb.parent, &a, ENOKEY, nokey);
 	check_unchanged(&svb, "K3");
 
@@ -1661,23 +1482,23 @@ static void refusals(void)
 	drop_caches();
 	if (CHECK_OK(lab_remove_key(mnt, ids[1], &status), "remove K1"))
 		printf("   K1 removed, status flags 0x%x\n", status);
-	rk_fill(&a, svb.name, ids[1], &to2);
+	lab_rekey_args(&a, svb.name, ids[1], &to2);
 	refused("K1 removed", svb.parent, &a, ENOKEY, nokey);
 	if (CHECK_OK(lab_add_key(mnt, SEED1, id), "add K1 back"))
 		CHECK(!memcmp(id, ids[1], sizeof(id)), "K1's identifier changed");
 	check_unchanged(&svb, "K1 removed");
 
-	rk_fill(&a, "d", ids[1], &to2);
+	lab_rekey_args(&a, "d", ids[1], &to2);
 	refused("svb/d, a directory, not a subvolume", svb.sub, &a, EINVAL, NULL);
 	PATHF(path, "%s/plain-dir", mnt);
 	CHECK_OK(mkdir(path, 0755), "mkdir %s", path);
-	rk_fill(&a, "plain-dir", ids[1], &to2);
+	lab_rekey_args(&a, "plain-dir", ids[1], &to2);
 	refused("a plain directory, not a subvolume", mnt, &a, EINVAL, NULL);
-	rk_fill(&a, "no-such-name", ids[1], &to2);
+	lab_rekey_args(&a, "no-such-name", ids[1], &to2);
 	refused("no such name", mnt, &a, ENOENT, NULL);
 	check_unchanged(&svb, "names that are no subvolume");
 
-	rk_fill(&a, svb.name, ids[1], &to2);
+	lab_rekey_args(&a, svb.name, ids[1], &to2);
 	node_path(&svb, "f", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (CHECK(fd >= 0, "open %s: %s", path, strerror(errno))) {
@@ -1695,7 +1516,7 @@ static void refusals(void)
 
 	printf("   rekey as uid 65534\n");
 	perm.fd = open(svb.parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rk_fill(&perm.a, svb.name, ids[1], &to2);
+	lab_rekey_args(&perm.a, svb.name, ids[1], &to2);
 	if (CHECK(perm.fd >= 0, "open %s: %s", svb.parent, strerror(errno))) {
 		CHECK(lab_child_run("rekey as uid 65534", eperm_child, &perm, 60, &code) ==
 		      LAB_CHILD_EXITED && code == 0,
@@ -1705,7 +1526,7 @@ static void refusals(void)
 	}
 	check_unchanged(&svb, "an unprivileged caller");
 
-	rk_fill(&a, before.name, ids[1], &to2);
+	lab_rekey_args(&a, before.name, ids[1], &to2);
 	refused("the read-only snapshot sv-before", before.parent, &a, EROFS,
 		"cannot rekey read-only subvolume [0-9]+");
 	check_unchanged(&before, "a rekey refused");
@@ -1714,7 +1535,7 @@ static void refusals(void)
 	subvol_create(path);
 	PATHF(path, "%s/sv-plain/p", mnt);
 	CHECK_OK(write_file(path, ctl_marker, strlen(ctl_marker)), "write %s", path);
-	rk_fill(&a, "sv-plain", ids[1], &to2);
+	lab_rekey_args(&a, "sv-plain", ids[1], &to2);
 	refused("an unencrypted subvolume", mnt, &a, ENODATA,
 		"cannot rekey subvolume [0-9]+: nothing in it is encrypted");
 	check_records(path, "sv-plain after a rekey refused", NULL, 0);
@@ -1733,7 +1554,7 @@ static void refused_sv_busy(void)
 
 	node_path(&sv, "F", p);
 	to_policy(&sv, 1, &to);
-	rk_fill(&a, sv.name, ids[2], &to);
+	lab_rekey_args(&a, sv.name, ids[2], &to);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (!CHECK(fd >= 0, "open %s: %s", p, strerror(errno)))
 		return;
@@ -1770,13 +1591,142 @@ static void per_inode_keys(void)
 		      "svi/d/f: inode flags 0x%llx, expected a file encrypted per inode",
 		      (unsigned long long)flags);
 	to_policy(&svi, 2, &to);
-	rk_fill(&a, svi.name, ids[1], &to);
+	lab_rekey_args(&a, svi.name, ids[1], &to);
 	refused("a subvolume with per-inode-key files", svi.parent, &a, EOPNOTSUPP,
 		"cannot rekey subvolume [0-9]+: it holds files encrypted with per-inode keys");
 	check_unchanged(&svi, "a rekey refused");
 	node_path(&svi, "f", p);
 	CHECK_FILE_EQUALS(p, svi.files[f].data, svi.files[f].size);
 	CHECK_OK(lab_umount(mnt), "umount");
+}
+
+/* ---- snapshots while a rekey runs ------------------------------------------------------ */
+
+#define RK_SNAP_DIRS 8
+#define RK_SNAP_NAMES 40
+#define RK_SNAP_MAX 64
+
+/* The rekey of svs, in a child. */
+static int snap_rekey_child(void *arg)
+{
+	struct rk_race *r = arg;
+
+	errno = 0;
+	r->ret = rekey_fd(r->fd, &r->a);
+	r->err = errno;
+	return 0;
+}
+
+/* A read-only snapshot of the subvolume open at @src_fd, as @name in @dst. */
+static int snapshot_into(int src_fd, const char *dst, const char *name)
+{
+	struct btrfs_ioctl_vol_args_v2 va;
+	int dfd, ret, err;
+
+	dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	memset(&va, 0, sizeof(va));
+	va.fd = src_fd;
+	va.flags = BTRFS_SUBVOL_RDONLY;
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	ret = ioctl(dfd, BTRFS_IOC_SNAP_CREATE_V2, &va);
+	err = errno;
+	close(dfd);
+	errno = err;
+	return ret;
+}
+
+/*
+ * A snapshot taken part way through a rekey would keep directories under
+ * both keys, read-only, for good: while a child rekeys svs (8 directories of
+ * 40 names), this process snapshots svs into snaps/ in a loop.  Each
+ * snapshot must be refused with EBUSY (and the kernel say why) or be wholly
+ * under one key.
+ */
+static void snapshot_during_rekey(void)
+{
+	static struct rk_tree snap;
+	struct fscrypt_policy_v2 to;
+	char rel[RK_REL_MAX], snaps[PATH_MAX], name[32];
+	struct rk_race *r;
+	int src, code, n = 0, busy = 0, taken = 0, key;
+	struct fscrypt_get_policy_ex_arg arg;
+	pid_t pid;
+	size_t d, i;
+
+	printf("-- snapshots of svs while it is rekeyed\n");
+	tree_init(&svs, "svs", "svs", "d");
+	make_top(&svs);
+	for (d = 0; d < RK_SNAP_DIRS; d++) {
+		PATHF(rel, "d%zu", d);
+		tree_mkdir(&svs, rel);
+		for (i = 0; i < RK_SNAP_NAMES; i++) {
+			PATHF(rel, "d%zu/n%03zu", d, i);
+			tree_new_file(&svs, rel, 0, 0);
+		}
+	}
+	PATHF(snaps, "%s/snaps", mnt);
+	if (mkdir(snaps, 0755) && errno != EEXIST)
+		lab_die("mkdir %s: %s", snaps, strerror(errno));
+	sync();
+	drop_caches();
+
+	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED)
+		lab_die("mmap: %s", strerror(errno));
+	memset(r, 0, sizeof(*r));
+	r->ret = -2;
+	to_policy(&svs, 2, &to);
+	lab_rekey_args(&r->a, svs.name, ids[1], &to);
+	r->fd = open(svs.parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* svs's root directory is not encrypted: holding it open is allowed. */
+	src = open(svs.sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->fd < 0 || src < 0)
+		lab_die("open %s: %s", svs.sub, strerror(errno));
+	mark("snapshot during rekey");
+	pid = lab_child_start(snap_rekey_child, r);
+	while (n < RK_SNAP_MAX && waitpid(pid, &code, WNOHANG) == 0) {
+		snprintf(name, sizeof(name), "s%02d", n++);
+		if (snapshot_into(src, snaps, name) == 0) {
+			taken++;
+			continue;
+		}
+		CHECK(errno == EBUSY, "snapshot %s of svs during its rekey: %s (expected EBUSY)",
+		      name, strerror(errno));
+		busy++;
+	}
+	if (n == RK_SNAP_MAX || waitpid(pid, &code, WNOHANG) == 0)
+		CHECK(lab_child_wait(pid, lab_now_ms() + 300000, &code) == LAB_CHILD_EXITED,
+		      "the rekey of svs did not end within 300 s");
+	close(r->fd);
+	close(src);
+	printf("   %d snapshot(s) tried during the rekey: %d taken, %d refused (EBUSY)\n",
+	       n, taken, busy);
+	CHECK(r->ret == 0, "the rekey of svs: %s", lab_errname(r->err));
+	if (r->ret == 0)
+		svs.key = 2;
+	if (busy)
+		CHECK(lab_log_has("cannot snapshot subvolume [0-9]+ while it is being rekeyed"),
+		      "no kernel log line says why a snapshot was refused");
+
+	/* Every snapshot taken: wholly under the key of its top directory. */
+	for (i = 0; i < (size_t)n; i++) {
+		snprintf(name, sizeof(name), "snaps/s%02zu", i);
+		PATHF(rel, "%s/%s/d", mnt, name);
+		if (access(rel, F_OK))
+			continue;
+		if (!CHECK_OK(lab_get_policy_ex(rel, &arg), "the policy of %s", rel))
+			continue;
+		key = key_of(arg.policy.v2.master_key_identifier);
+		tree_copy(&snap, &svs, name, name);
+		snap.key = key;
+		check_policies(&snap, key, 0);
+		check_tree(&snap, BOTH, "a snapshot taken during the rekey");
+		tree_free(&snap);
+	}
+	munmap(r, sizeof(*r));
+	check_policies(&svs, 2, 0);
 }
 
 /* ---- the btrfs-progs command ------------------------------------------------------------ */
@@ -1932,8 +1882,10 @@ static void round_trip(const char *opts, const char *label, int scan)
 	refusals();
 
 	/* 9. the btrfs-progs command, once; back to K1; per-inode keys */
-	if (scan)
+	if (scan) {
 		progs_cli();
+		snapshot_during_rekey();
+	}
 	refused_sv_busy();
 	if (rekey_tree(&sv, 1)) {
 		check_policies(&sv, 1, 1);
@@ -1960,6 +1912,7 @@ done:
 	tree_free(&svb);
 	tree_free(&svi);
 	tree_free(&svc);
+	tree_free(&svs);
 }
 
 int main(void)

@@ -392,7 +392,10 @@ selfnote=
 [ "$selfcheck" = 1 ] && selfnote="; SELF-CHECK: the last verify reads a corrupted log record, so this run must fail"
 [ "$cuts_done" -gt 0 ] && per_cut=$(awk -v d="$duration" -v c="$cuts_done" 'BEGIN { printf "%.1f", d / c }')
 {
-	echo "# Power cuts during encrypted writes (issue #14, part 2)"
+	case $(basename "$bin") in
+	*rekey*) echo "# Power cuts during writes and rekeys of an encrypted subvolume (issue #24)" ;;
+	*) echo "# Power cuts during encrypted writes (issue #14, part 2)" ;;
+	esac
 	echo
 	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(basename "$kernel") (series $(sed -n 's/^series_hash=//p' "$kernel.info" 2>/dev/null)), $accel with $cpus vCPUs, ${mem} MiB; seed $seed; kill ${min_ms}-${max_ms} ms after 'powercut: working'$selfnote."
 	echo

@@ -367,37 +367,34 @@ for name in "${phased[@]}"; do
 	esac
 done
 
-# Power cuts (issue #14): 3 cuts with a fixed seed, own boots (tests/run-powercut.sh).
-if [ "$guest" = 1 ] && selected powercut; then
-	echo "== powercut: 3 power cuts (log: $run/powercut.log)"
+# A power-cut slice: CUTS cuts with the fixed SEED, its own boots
+# (tests/run-powercut.sh) running the guest program PROGRAM
+# (tests/powercut/PROGRAM.c); WHAT says what the cuts hit, if not just writes.
+powercut_slice() { # name cuts seed program [what]
+	local name=$1 out=$run/$1 log=$run/$1.log tstart rc secs
+	echo "== $name: $2 power cuts${5:+ $5} (log: $log)"
 	tstart=$(date +%s)
-	POWERCUT_CUTS=3 POWERCUT_SEED=0x14f0002 POWERCUT_OUT=$run/powercut \
-		"$top/tests/run-powercut.sh" >"$run/powercut.log" 2>&1
+	POWERCUT_CUTS=$2 POWERCUT_SEED=$3 POWERCUT_OUT=$out \
+		POWERCUT_BIN=$build/tests/powercut/$4 \
+		"$top/tests/run-powercut.sh" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - tstart ))
 	case $rc in
-	0) report PASS powercut "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut/figures.tsv" 2>/dev/null)" ;;
-	77) report SKIP powercut "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut/summary.md" 2>/dev/null)" "$run/powercut.log" ;;
-	*) report FAIL powercut "$secs" "$(fail_reason "$run/powercut.log")" "$run/powercut.log" ;;
+	0) report PASS "$name" "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$out/figures.tsv" 2>/dev/null)" ;;
+	77) report SKIP "$name" "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$out/summary.md" 2>/dev/null)" "$log" ;;
+	*) report FAIL "$name" "$secs" "$(fail_reason "$log")" "$log" ;;
 	esac
+}
+
+# Power cuts (issue #14): 3 cuts with a fixed seed.
+if [ "$guest" = 1 ] && selected powercut; then
+	powercut_slice powercut 3 0x14f0002 btrfs_fscrypt_powercut
 fi
 
 # Power cuts during rekeys and writes under the new key (issue #24): 2 cuts
-# with a fixed seed, the same driver with the rekey guest program
-# (tests/powercut/btrfs_fscrypt_rekey_powercut.c).
+# with a fixed seed, the same driver with the rekey guest program.
 if [ "$guest" = 1 ] && selected powercut_rekey; then
-	echo "== powercut_rekey: 2 power cuts during rekeys (log: $run/powercut_rekey.log)"
-	tstart=$(date +%s)
-	POWERCUT_CUTS=2 POWERCUT_SEED=0x24f0002 POWERCUT_OUT=$run/powercut_rekey \
-		POWERCUT_BIN=$build/tests/powercut/btrfs_fscrypt_rekey_powercut \
-		"$top/tests/run-powercut.sh" >"$run/powercut_rekey.log" 2>&1
-	rc=$?
-	secs=$(( $(date +%s) - tstart ))
-	case $rc in
-	0) report PASS powercut_rekey "$secs" "$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s cuts, %s fsynced bytes checked, %s lost", v["cuts"], v["fsynced_bytes_checked"], v["bytes_lost"] }' "$run/powercut_rekey/figures.tsv" 2>/dev/null)" ;;
-	77) report SKIP powercut_rekey "" "$(sed -n 's/^Verdict: \*\*SKIP: \(.*\)\*\*$/\1/p' "$run/powercut_rekey/summary.md" 2>/dev/null)" "$run/powercut_rekey.log" ;;
-	*) report FAIL powercut_rekey "$secs" "$(fail_reason "$run/powercut_rekey.log")" "$run/powercut_rekey.log" ;;
-	esac
+	powercut_slice powercut_rekey 2 0x24f0002 btrfs_fscrypt_rekey_powercut "during rekeys"
 fi
 
 [ "$guest" = 1 ] && host_tests late

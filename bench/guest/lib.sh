@@ -142,6 +142,56 @@ wl_command() { # arm mnt phase out
 wl_after_phase() { return 0; }
 
 
+# ---- helpers for workloads' hooks ------------------------------------------
+
+# bench_points VAR WHAT: the whole numbers listed in the variable VAR (a
+# workload's points), in base 10, each once, in the order given. Prints why
+# to stderr and fails on a word that is not one ("'x' is not WHAT"), a
+# number given twice, or an empty list.
+bench_points() { # var what
+	local n seen=" "
+	for n in ${!1}; do
+		case $n in '' | *[!0-9]*) echo "bench: $1: '$n' is not $2" >&2; return 1 ;; esac
+		n=$((10#$n))
+		case $seen in *" $n "*) echo "bench: $1: $n twice" >&2; return 1 ;; esac
+		seen+="$n "
+		echo "$n"
+	done
+	[ "$seen" != " " ] || { echo "bench: $1 is empty" >&2; return 1; }
+}
+
+# rekey_probe MNT: wl_probe of the workloads that rekey a subvolume (rekey,
+# rekeytime): per-extent keys on btrfs only, and the kernel must have the
+# rekey ioctl: a small subvolume is rekeyed from K1 to K2 for real, then
+# deleted.
+rekey_probe() { # mnt
+	local mnt=$1 mode fs err rc sv=$1/.rekey-probe
+	mode=$(arm_key_mode "$ARM") fs=$(arm_fs "$ARM")
+	case $fs:$mode in
+	btrfs:per-extent | btrfs:per-extent-key) ;;
+	*:none)
+		echo "$ARM is unencrypted: nothing to rekey (BTRFS_IOC_FSCRYPT_REKEY moves an encrypted btrfs subvolume to another master key)"
+		return 3 ;;
+	btrfs:per-inode)
+		echo "$ARM cannot rekey: the kernel refuses a subvolume holding per-inode-key files (EOPNOTSUPP: they cannot write new extents under another key); only per-extent keys can"
+		return 3 ;;
+	*)
+		echo "$fs has neither subvolumes nor a rekey ioctl (BTRFS_IOC_FSCRYPT_REKEY is btrfs's; $ARM is $mode on $fs)"
+		return 3 ;;
+	esac
+	btrfs -q subvolume create "$sv" || return 1
+	mkdir "$sv/d" && fscrypt_setup "$mnt" "$sv/d" >/dev/null && echo probe >"$sv/d/f" || return 1
+	sync
+	err=$(fscrypt_setup rekey "$sv" "$sv/d" 1 2 2>&1)
+	rc=$?
+	btrfs -q subvolume delete "$sv" >/dev/null 2>&1
+	case $rc in
+	0) return 0 ;;
+	3) echo "this kernel cannot rekey a subvolume: ${err//$'\n'/ }"; return 3 ;;
+	*) echo "the probe's rekey failed: ${err//$'\n'/ }"; return 1 ;;
+	esac
+}
+
 # Is PHASE a command phase of the workload?
 is_command_phase() { # phase
 	case " $(wl_command_phases) " in *" $1 "*) return 0 ;; esac

@@ -46,29 +46,9 @@
 #include <unistd.h>
 #include <linux/btrfs.h>
 
+#include "btrfs_rekey.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
-
-/* The ioctl of the series (include/uapi/linux/btrfs.h), when the headers
- * this is built with do not have it. */
-#ifndef BTRFS_IOC_FSCRYPT_REKEY
-struct btrfs_ioctl_fscrypt_rekey_args {
-	__u8 from[FSCRYPT_KEY_IDENTIFIER_SIZE];	/* in: the old master key */
-	struct fscrypt_policy_v2 to;		/* in: the new policy */
-	__u64 flags;				/* in: 0 */
-	__u64 nr_dirs;				/* out: what was moved */
-	__u64 nr_names;
-	__u64 nr_symlinks;
-	__u64 nr_files;
-	__u64 reserved[4];			/* in: 0 */
-	char name[BTRFS_SUBVOL_NAME_MAX + 1];	/* in: the subvolume's name */
-};
-#define BTRFS_IOC_FSCRYPT_REKEY \
-	_IOWR(BTRFS_IOCTL_MAGIC, 0xe0, struct btrfs_ioctl_fscrypt_rekey_args)
-#endif
-
-_Static_assert(sizeof(struct btrfs_ioctl_fscrypt_rekey_args) == 4152,
-	       "struct btrfs_ioctl_fscrypt_rekey_args is not 4152 bytes");
 
 #define KEY_ID_HEX (2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1)
 
@@ -173,7 +153,8 @@ static int rekey(int argc, char **argv)
 	uint8_t ids[2][FSCRYPT_KEY_IDENTIFIER_SIZE];
 	struct btrfs_ioctl_fscrypt_rekey_args args;
 	struct fscrypt_get_policy_ex_arg got;
-	char parent[PATH_MAX], hex[2][KEY_ID_HEX];
+	struct fscrypt_policy_v2 policy;
+	char parent[PATH_MAX], subname[BTRFS_SUBVOL_NAME_MAX + 1], hex[2][KEY_ID_HEX];
 	const char *name, *dir, *subvol;
 	struct timespec t0, t1;
 	uint32_t seeds[2];
@@ -248,11 +229,11 @@ static int rekey(int argc, char **argv)
 		to = 0;
 	}
 
-	memset(&args, 0, sizeof(args));
-	memcpy(args.from, ids[from], FSCRYPT_KEY_IDENTIFIER_SIZE);
-	memcpy(&args.to, &got.policy.v2, sizeof(args.to));
-	memcpy(args.to.master_key_identifier, ids[to], FSCRYPT_KEY_IDENTIFIER_SIZE);
-	memcpy(args.name, name, len);
+	policy = got.policy.v2;
+	memcpy(policy.master_key_identifier, ids[to], FSCRYPT_KEY_IDENTIFIER_SIZE);
+	memcpy(subname, name, len);
+	subname[len] = '\0';
+	lab_rekey_args(&args, subname, ids[from], &policy);
 
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {

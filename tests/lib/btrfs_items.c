@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* btrfs items through BTRFS_IOC_TREE_SEARCH_V2; see btrfs_items.h. */
 #include "btrfs_items.h"
+#include "btrfs_raw.h"
+#include "fscrypt_fs.h"
 #include "lab.h"
 
 #include <endian.h>
@@ -256,4 +258,36 @@ out:
 	close(fd);
 	errno = e;
 	return len;
+}
+
+long lab_btrfs_check_key_records(const char *path, const char *what,
+				 const uint8_t *const want[], size_t nwant)
+{
+	struct lab_btrfs_item *it = NULL;
+	char hex[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1];
+	size_t n = 0, i, j, found;
+
+	if (!CHECK_OK(lab_btrfs_search(path, BTRFS_FIRST_FREE_OBJECTID,
+				       LAB_BTRFS_FSCRYPT_KEY_ITEM_KEY, &it, &n),
+		      "search the key items of %s", path))
+		return -1;
+	CHECK(n == nwant, "%s: %zu key items, expected %zu", what, n, nwant);
+	for (i = 0; i < n; i++) {
+		if (!CHECK(it[i].len == LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE,
+			   "%s: key item %zu has %u bytes, expected %d", what, i,
+			   it[i].len, LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE))
+			continue;
+		CHECK(it[i].offset == braw_le64(it[i].data),
+		      "%s: key item at offset %llu, its identifier starts %llu", what,
+		      (unsigned long long)it[i].offset,
+		      (unsigned long long)braw_le64(it[i].data));
+		CHECK(braw_le64(it[i].data + 16) == 0, "%s: key item flags %llu", what,
+		      (unsigned long long)braw_le64(it[i].data + 16));
+		for (found = 0, j = 0; j < nwant; j++)
+			found += !memcmp(it[i].data, want[j], FSCRYPT_KEY_IDENTIFIER_SIZE);
+		CHECK(found == 1, "%s: key item %zu names a key that is not expected (%s)",
+		      what, i, lab_hex(hex, it[i].data, FSCRYPT_KEY_IDENTIFIER_SIZE));
+	}
+	lab_btrfs_items_free(it, n);
+	return (long)n;
 }

@@ -158,4 +158,16 @@ void lab_btrfs_subvol(const char *mnt, const char *name, int src_fd);
 int lab_btrfs_root_item(const char *path, uint64_t *id, void *buf,
 			size_t size);
 
+/*
+ * Do the key records of the subvolume holding @path name exactly the @nwant
+ * identifiers @want[] (FSCRYPT_KEY_IDENTIFIER_SIZE bytes each)?  As many
+ * records as identifiers, each of LAB_BTRFS_FSCRYPT_KEY_ITEM_SIZE bytes, at
+ * the offset its identifier's first 8 bytes give, with flags 0, naming one
+ * of @want.  What is not so is CHECK()ed as a failure, @what naming the
+ * subvolume.  Returns the number of records, or -1 (a failure recorded)
+ * if they could not be searched.
+ */
+long lab_btrfs_check_key_records(const char *path, const char *what,
+				 const uint8_t *const want[], size_t nwant);
+
 #endif /* BTRFS_ITEMS_H */

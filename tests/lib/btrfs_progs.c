@@ -110,6 +110,25 @@ int lab_btrfs_check_output(const char *dev, char **out)
 	return lab_btrfs_progs_output("check --readonly", dev, out);
 }
 
+int lab_btrfs_check_errors(const char *dev)
+{
+	char *out = NULL, *line, *save = NULL;
+	int st, n = 0;
+
+	st = lab_btrfs_check_output(dev, &out);
+	if (st == 0 && out && strstr(out, "no error found")) {
+		free(out);
+		return 0;
+	}
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		if ((strstr(line, "ERROR") || strstr(line, "error")) &&
+		    !strstr(line, "no error found"))
+			n++;
+	free(out);
+	return n ? n : 1;
+}
+
 int lab_btrfs_check_clean(const char *dev, const char *what)
 {
 	char *out = NULL;

@@ -59,6 +59,13 @@ int lab_btrfs_check_clean(const char *dev, const char *what);
 int lab_btrfs_check_output(const char *dev, char **out);
 
 /*
+ * `btrfs check --readonly @dev` (as lab_btrfs_check_output()): 0 if it
+ * finds the filesystem clean (exit 0, "no error found"), else the number of
+ * its output lines that name an error, at least 1.
+ */
+int lab_btrfs_check_errors(const char *dev);
+
+/*
  * `btrfs @args @dev` (e.g. "check --repair --force"), gated like
  * lab_btrfs_check_output(): its exit status and output.
  */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Data blocks on the device against reference ciphertext; see fscrypt_blocks.h. */
 #include "fscrypt_blocks.h"
+#include "btrfs_items.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_ref.h"
+#include "fscrypt_util.h"
 #include "lab.h"
 
 #include <stdio.h>
@@ -135,4 +137,64 @@ unsigned fblk_block_size(const char *mnt)
 	if (bs < 512 || bs > 65536 || bs % 512)
 		lab_die("unexpected block size %u", bs);
 	return bs;
+}
+
+void fblk_check_two_key_extents(const char *dev, unsigned bs, const char *what,
+				const uint8_t *data, size_t size,
+				const struct lab_btrfs_file_extent *fe, size_t n,
+				const struct raw_btrfs_chunk *chunks, size_t nchunks,
+				const uint8_t *const mk[2], const uint8_t *const id[2],
+				struct fblk_two_keys *out)
+{
+	uint8_t key[FREF_XTS_KEY_SIZE], other[FREF_XTS_KEY_SIZE];
+	uint64_t offs[RAW_BTRFS_MAX_STRIPES], pos, unit, addr, end;
+	struct lab_fscrypt_extent_ctx ctx;
+	struct fblk_block b;
+	size_t i;
+	int k, q, nc;
+
+	memset(out, 0, sizeof(*out));
+	fblk_alloc(&b, bs);
+	for (i = 0; i < n; i++) {
+		if (fe[i].encryption != LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT ||
+		    lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &ctx))
+			continue;
+		for (k = 0; k < 2; k++)
+			if (!memcmp(ctx.key_id, id[k], FSCRYPT_KEY_IDENTIFIER_SIZE))
+				break;
+		if (k == 2)
+			continue;
+		if (fref_per_extent_key(mk[k], LAB_MASTER_KEY_SIZE, ctx.nonce, key,
+					sizeof(key)) ||
+		    fref_per_extent_key(mk[1 - k], LAB_MASTER_KEY_SIZE, ctx.nonce, other,
+					sizeof(other)))
+			lab_die("reference key derivation failed");
+		end = fe[i].file_offset + fe[i].num_bytes;
+		for (pos = fe[i].file_offset; pos < end && pos < size; pos += bs) {
+			unit = (fe[i].offset + pos - fe[i].file_offset) / bs;
+			addr = fe[i].disk_bytenr + fe[i].offset + pos - fe[i].file_offset;
+			fblk_plaintext(&b, data, size, pos / bs, bs);
+			snprintf(b.what, sizeof(b.what), "%s block %llu (K%d, unit %llu of extent %llu)",
+				 what, (unsigned long long)(pos / bs), k + 1,
+				 (unsigned long long)unit, (unsigned long long)ctx.extent_nr);
+			b.encrypted = 1;
+			b.want_what = "reference ciphertext under the context's key";
+			if (fref_encrypt_extent_unit(key, ctx.extent_nr, unit, b.pt, b.want, bs) ||
+			    fref_encrypt_extent_unit(other, ctx.extent_nr, unit, b.pt, b.ctl[0],
+						     bs))
+				lab_die("reference encryption failed");
+			snprintf(b.ctl_what[0], sizeof(b.ctl_what[0]),
+				 "the same block under the other master key");
+			b.nctl = 1;
+			nc = raw_btrfs_map(chunks, nchunks, addr, bs, offs);
+			if (!CHECK(nc > 0, "%s: address %llu not mapped", b.what,
+				   (unsigned long long)addr))
+				continue;
+			out->blocks++;
+			out->under[k]++;
+			for (q = 0; q < nc; q++)
+				out->ok += fblk_check_copy(dev, bs, offs[q], &b, 1) == 1;
+		}
+	}
+	fblk_free(&b);
 }

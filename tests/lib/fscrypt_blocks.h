@@ -5,8 +5,10 @@
  * from the device and comparing it with the reference ciphertext and with
  * negative controls; the master key identifier; the btrfs chunk map.
  *
- * Used by lib/fscrypt_ciphertext.c (per-inode keys, ext4 and btrfs) and by
- * btrfs_fscrypt_extent_ciphertext.c (per-extent keys).  Needs -lcrypto.
+ * Used by lib/fscrypt_ciphertext.c (per-inode keys, ext4 and btrfs), by
+ * btrfs_fscrypt_extent_ciphertext.c (per-extent keys), and for files under
+ * two master keys by btrfs_fscrypt_multikey.c and btrfs_fscrypt_rekey.c.
+ * Needs -lcrypto.
  */
 #ifndef FSCRYPT_BLOCKS_H
 #define FSCRYPT_BLOCKS_H
@@ -85,5 +87,33 @@ unsigned fblk_block_size(const char *mnt);
  */
 int fblk_btrfs_chunks(const char *mnt, struct raw_btrfs_chunk **chunks,
 		      size_t *n);
+
+struct lab_btrfs_file_extent;
+
+/* What fblk_check_two_key_extents() found. */
+struct fblk_two_keys {
+	size_t blocks;		/* blocks of the file found on the device */
+	size_t under[2];	/* of them, in extents under the first, second key */
+	size_t ok;		/* copies equal to the reference ciphertext */
+};
+
+/*
+ * A btrfs file with per-extent keys under two master keys, its extent items
+ * @fe[@n] and its model @data (@size bytes), on @dev (chunk map
+ * @chunks[@nchunks]): every copy of every block must be the reference
+ * ciphertext of the model's block (@bs bytes, fref_encrypt_extent_unit())
+ * under the key of its extent's context, derived from whichever of the
+ * master keys @mk[0], @mk[1] (LAB_MASTER_KEY_SIZE bytes, identifiers
+ * @id[0], @id[1]) it names, and not the same block under the other one.
+ * Extents that are not so encrypted, or whose context names neither key,
+ * are passed over: the caller checks the contexts.  @what names the file
+ * in messages ("@what block N (K1, ...)"); the counts go to *@out.
+ */
+void fblk_check_two_key_extents(const char *dev, unsigned bs, const char *what,
+				const uint8_t *data, size_t size,
+				const struct lab_btrfs_file_extent *fe, size_t n,
+				const struct raw_btrfs_chunk *chunks, size_t nchunks,
+				const uint8_t *const mk[2], const uint8_t *const id[2],
+				struct fblk_two_keys *out);
 
 #endif /* FSCRYPT_BLOCKS_H */

@@ -54,9 +54,6 @@
 /* ext4 superblock at 1024: s_magic at 0x38, s_feature_incompat at 0x60 */
 #define EXT4_SB_OFF 1024
 #define EXT4_INCOMPAT_RECOVER 0x0004
-/* btrfs superblock at 64 KiB: magic at 64, log_root at 96 */
-#define BTRFS_SB_OFF 65536
-#define BTRFS_SB_MAGIC "_BHRfS_M"
 
 struct cr_record {
 	char magic[8];
@@ -86,21 +83,6 @@ static void cr_sha256(const void *buf, size_t len, uint8_t out[32])
 }
 
 /* ---- what the superblock says ------------------------------------------------ */
-
-/* btrfs log_root on the device (0: no tree log), or -1 if not readable. */
-static long long cr_btrfs_log_root(const char *dev)
-{
-	uint8_t sb[104];
-	uint64_t v = 0;
-	int i;
-
-	if (raw_read(dev, BTRFS_SB_OFF, sb, sizeof(sb)) ||
-	    memcmp(sb + 64, BTRFS_SB_MAGIC, 8) != 0)
-		return -1;
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | sb[96 + i];
-	return (long long)v;
-}
 
 /* ext4 s_feature_incompat, or -1 if not an ext4 superblock. */
 static long long cr_ext4_incompat(const char *dev)
@@ -165,7 +147,7 @@ static int cr_phase1(struct cr_ctx *c)
 	       lab_hex(hex, rec.id, sizeof(rec.id)),
 	       lab_hex(hex2, rec.nonce, sizeof(rec.nonce)));
 	if (c->btrfs) {
-		lr = cr_btrfs_log_root(c->dev);
+		lr = raw_btrfs_log_root(c->dev);
 		printf("btrfs superblock on the device: log_root %lld (%s)\n", lr,
 		       lr > 0 ? "the fsync went to the tree log" :
 		       lr == 0 ? "no tree log: the fsync committed a transaction" :
@@ -207,7 +189,7 @@ static void cr_check_unclean(const struct cr_ctx *c)
 	long long v;
 
 	if (c->btrfs) {
-		v = cr_btrfs_log_root(c->dev);
+		v = raw_btrfs_log_root(c->dev);
 		CHECK(v >= 0, "no btrfs superblock on %s", c->dev);
 		printf("btrfs superblock before mount: log_root %lld: %s\n", v,
 		       v > 0 ? "the mount replays the tree log" :

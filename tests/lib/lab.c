@@ -2,6 +2,7 @@
 /* lab.c - helper library for the in-guest test programs; see lab.h. */
 #include "lab.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -467,6 +468,52 @@ int lab_drop_caches(const char *what)
 	return write_file("/proc/sys/vm/drop_caches", what, strlen(what));
 }
 
+void lab_names_free(struct lab_names *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	l->name = NULL;
+	l->n = 0;
+}
+
+int lab_list_dir(const char *path, struct lab_names *l)
+{
+	struct dirent *e;
+	DIR *d;
+	int err;
+
+	l->name = NULL;
+	l->n = 0;
+	d = opendir(path);
+	if (!d)
+		return -1;
+	for (;;) {
+		errno = 0;
+		e = readdir(d);
+		if (!e)
+			break;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		l->name = realloc(l->name, (l->n + 1) * sizeof(*l->name));
+		if (!l->name)
+			lab_die("out of memory");
+		l->name[l->n] = strdup(e->d_name);
+		if (!l->name[l->n++])
+			lab_die("out of memory");
+	}
+	err = errno;
+	closedir(d);
+	if (err) {
+		lab_names_free(l);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 size_t lab_first_diff(const void *a, const void *b, size_t len)
 {
 	const unsigned char *pa = a, *pb = b;
@@ -510,7 +557,7 @@ int lab_check_file_equals(const char *file, int line, const char *path,
 
 /* ---- patterns and scanning ---------------------------------------------- */
 
-static uint64_t splitmix64_next(uint64_t *state)
+uint64_t lab_splitmix64(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 
@@ -528,7 +575,7 @@ void fill_pattern(void *buf, size_t len, uint32_t seed)
 
 	for (i = 0; i < len; i++) {
 		if (i % 8 == 0)
-			word = splitmix64_next(&state);
+			word = lab_splitmix64(&state);
 		p[i] = (unsigned char)(word >> (8 * (i % 8)));
 	}
 }

@@ -164,6 +164,19 @@ int fsync_path(const char *path);
 /* sync(), then write @what ("1", "2" or "3") to /proc/sys/vm/drop_caches. */
 int lab_drop_caches(const char *what);
 
+/* The names in a directory, without "." and "..", in readdir order. */
+struct lab_names {
+	char **name;
+	size_t n;
+};
+
+/*
+ * readdir of @path into *@l (lab_names_free() it); on failure, -1 with
+ * errno and *@l empty.  Dies without memory.
+ */
+int lab_list_dir(const char *path, struct lab_names *l);
+void lab_names_free(struct lab_names *l);
+
 /*
  * Check that @path holds exactly @len bytes equal to @expect; on mismatch
  * report the size or the first differing offset.  Returns 1 if equal.
@@ -183,6 +196,9 @@ ssize_t lab_pread_full(int fd, void *buf, size_t len, off_t off);
 size_t lab_first_diff(const void *a, const void *b, size_t len);
 
 /* ---- patterns and scanning ---------------------------------------------- */
+
+/* The next number of the splitmix64 sequence of *@state (advanced). */
+uint64_t lab_splitmix64(uint64_t *state);
 
 /*
  * Deterministic pseudo-random bytes (splitmix64 stream) depending on @seed

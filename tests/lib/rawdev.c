@@ -105,6 +105,18 @@ int raw_write_sync(const char *dev, uint64_t off, const void *buf, size_t len)
 	return raw_close(fd, ret);
 }
 
+/* btrfs superblock at 64 KiB: magic at 64, log_root at 96 */
+long long raw_btrfs_log_root(const char *dev)
+{
+	unsigned char sb[104];
+	uint64_t v;
+
+	if (raw_read(dev, 65536, sb, sizeof(sb)) || memcmp(sb + 64, "_BHRfS_M", 8))
+		return -1;
+	memcpy(&v, sb + 96, 8);
+	return (long long)le64toh(v);
+}
+
 /* ---- scanning ------------------------------------------------------------------ */
 
 /*

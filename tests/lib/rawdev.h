@@ -25,6 +25,13 @@ int raw_read(const char *dev, uint64_t off, void *buf, size_t len);
 /* Write @len bytes at @off (both multiples of 4096) with O_DIRECT|O_DSYNC. */
 int raw_write_sync(const char *dev, uint64_t off, const void *buf, size_t len);
 
+/*
+ * log_root in the btrfs superblock on @dev (O_DIRECT): 0 if no tree log is
+ * left to replay, else its block; -1 if there is no readable btrfs
+ * superblock.
+ */
+long long raw_btrfs_log_root(const char *dev);
+
 /* ---- scanning ---------------------------------------------------------------- */
 
 #define RAW_NEEDLE_MAX_OFFS 64

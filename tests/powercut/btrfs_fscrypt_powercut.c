@@ -53,15 +53,16 @@
  * removed) is logged as not done; any other error is printed as
  * "powercut: ERROR", which fails the cut.
  *
- * The log on B: 512-byte records, one per sector, written with
- * O_DIRECT|O_DSYNC at the slot a shared counter hands out; each carries a
- * crc32c, the run's id and its own slot number, so that a torn, unwritten
- * or stale sector is recognised and skipped.  Sector 0 is the header (run
- * id, master key).  Every operation writes an INTENT record (everything
- * needed to redo it: offsets, lengths, content seeds, names) before it
- * starts and a COMMIT record (done, or not done with the errno) after its
- * fsync returned.  A writer's operations touch only its own files and are
- * sequential, so at most one operation per process is in flight at a cut.
+ * The log on B (tests/lib/powercut.c): 512-byte records, one per sector,
+ * written with O_DIRECT|O_DSYNC at the slot a shared counter hands out;
+ * each carries a crc32c, the run's id and its own slot number, so that a
+ * torn, unwritten or stale sector is recognised and skipped.  Sector 0 is
+ * the header (run id, master key).  Every operation writes an INTENT
+ * record (everything needed to redo it: offsets, lengths, content seeds,
+ * names) before it starts and a COMMIT record (done, or not done with the
+ * errno) after its fsync returned.  A writer's operations touch only its
+ * own files and are sequential, so at most one operation per process is in
+ * flight at a cut.
  *
  * The rule the verifier applies.  It replays the log in slot order into a
  * model: each committed operation is applied at its commit; the model of a
@@ -131,11 +132,11 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
-#include "crc32c.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 #include "lab_child.h"
+#include "powercut.h"
 #include "rawdev.h"
 
 #include <dirent.h>
@@ -157,7 +158,6 @@
 #include <linux/fs.h>
 
 #define PC_BLK			4096u
-#define PC_REC			512u		/* one log record per sector */
 #define PC_WRITERS		3
 #define PC_PER_WRITER		3		/* files a writer owns */
 #define PC_COORD		PC_WRITERS	/* process number of the coordinator */
@@ -172,14 +172,10 @@
 #define PC_MAX_FILES		65536u
 #define PC_MAX_SNAPS		4096u
 #define PC_LIVE_SNAPS		2
-#define PC_LOG_GAP		4096u		/* invalid slots that end the scan */
-#define PC_CHUNK_SLOTS		2048u		/* 1 MiB reads of the log */
 #define PC_PROGRESS_MS		2000
 #define PC_REC_MAGIC		0x31524350u	/* "PCR1" */
 #define PC_HDR_MAGIC		0x31484350u	/* "PCH1" */
 #define PC_HDR_VERSION		1
-
-enum pc_type { PC_T_EPOCH = 1, PC_T_INTENT, PC_T_COMMIT };
 
 enum pc_op {
 	PC_OP_WRITE = 1,	/* file, pieces (off, len, content seed) */
@@ -214,13 +210,7 @@ struct pc_piece {
 
 /* A log record as it is in its sector (the rest of the sector is 0). */
 struct pc_rec {
-	uint32_t magic;		/* PC_REC_MAGIC */
-	uint32_t crc;		/* crc32c of the sector's bytes 8..511 */
-	uint64_t run_id;
-	uint64_t seq;		/* the slot it was written to */
-	uint64_t ref;		/* commit: the slot of its intent */
-	uint32_t epoch;		/* the "work" boot that wrote it, from 1 */
-	uint16_t type;		/* enum pc_type */
+	PCUT_REC_HEAD;		/* magic PC_REC_MAGIC */
 	uint16_t proc;		/* writer 0..PC_WRITERS-1 or PC_COORD */
 	uint32_t op;		/* intent: enum pc_op */
 	int32_t result;		/* commit: 0 done, -errno not done */
@@ -234,56 +224,22 @@ struct pc_rec {
 };
 
 struct pc_hdr {
-	uint32_t magic;		/* PC_HDR_MAGIC */
-	uint32_t crc;		/* as in a record */
-	uint32_t version;
-	uint32_t seed;
-	uint64_t run_id;
+	PCUT_HDR_HEAD;		/* magic PC_HDR_MAGIC */
 	uint8_t key[LAB_MASTER_KEY_SIZE];
 	uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 };
 
-_Static_assert(sizeof(struct pc_rec) <= PC_REC, "a record must fit a sector");
-_Static_assert(sizeof(struct pc_hdr) <= PC_REC, "the header must fit a sector");
+_Static_assert(sizeof(struct pc_rec) <= PCUT_SECTOR, "a record must fit a sector");
+_Static_assert(sizeof(struct pc_hdr) <= PCUT_SECTOR, "the header must fit a sector");
+
+static struct pcut_log plog = PCUT_LOG_INIT(PC_HDR_MAGIC, PC_HDR_VERSION, PC_REC_MAGIC,
+					    struct pc_hdr, struct pc_rec);
 
 static const char *dev, *dev2, *mnt;
 static char sv_path[PATH_MAX], enc_path[PATH_MAX], snaps_path[PATH_MAX];
 static char dir_path[PC_DIRS][PATH_MAX];
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* The workload's choices: from SEED, the boot and the process. */
-static void rng_init(uint32_t seed, uint32_t epoch, int proc)
-{
-	uint64_t s = (uint64_t)seed << 32 ^ (uint64_t)epoch << 8 ^ (uint64_t)proc;
-
-	rng_state = splitmix(&s) | 1;
-}
-
-static uint32_t rnd32(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
-}
-
-/* Uniform in [0, n); n > 0. */
-static uint32_t rnd(uint32_t n)
-{
-	return (uint32_t)(((uint64_t)rnd32() * n) >> 32);
-}
 
 static void pc_name(char *out, size_t size, uint64_t run_id, uint32_t id,
 		    uint32_t gen)
@@ -304,32 +260,6 @@ static void pc_file_path(char *out, size_t size, const char *root,
 static void pc_snap_path(char *out, size_t size, uint32_t n)
 {
 	lab_pathf(out, size, "%s/s%u", snaps_path, n);
-}
-
-/*
- * A line the host parses ("powercut: working", "powercut-verify: ..."):
- * through /dev/kmsg, because the console never splits a printk record,
- * while other output may land in the middle of a line written to
- * /dev/console; and to stdout (the host prefers the kernel's copy).
- */
-static LAB_PRINTF(1, 2) void pc_host_line(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int fd, n, ok = 0;
-
-	n = snprintf(line, sizeof(line), "<5>");
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ok = write(fd, line, strlen(line)) == (ssize_t)strlen(line);
-		close(fd);
-	}
-	/* also on stdout: the console may lose a late printk at the reboot */
-	printf("%s%s\n", line + n, ok ? "" : " (not in the kernel log)");
 }
 
 static void pc_paths(void)
@@ -357,133 +287,12 @@ static int pc_inode_mode(const char *path)
 							    PC_MODE_INODE;
 }
 
-/* btrfs log_root from the superblock on @d (0: nothing to replay), or -1. */
-static long long pc_log_root(const char *d)
-{
-	unsigned char sb[104];
-	uint64_t v;
-
-	if (raw_read(d, 65536, sb, sizeof(sb)) || memcmp(sb + 64, "_BHRfS_M", 8))
-		return -1;
-	memcpy(&v, sb + 96, 8);
-	return (long long)le64toh(v);
-}
-
-/* ---- the log device ------------------------------------------------------------ */
-
-static int log_fd = -1;
-static uint64_t log_slots;
-
-static void pc_seal(unsigned char *sector)
-{
-	uint32_t crc = lab_crc32c(sector + 8, PC_REC - 8);
-
-	memcpy(sector + 4, &crc, 4);
-}
-
-static int pc_sealed(const unsigned char *sector)
-{
-	uint32_t crc;
-
-	memcpy(&crc, sector + 4, 4);
-	return crc == lab_crc32c(sector + 8, PC_REC - 8);
-}
-
-static void pc_log_open(void)
-{
-	uint64_t bytes;
-	int ssz;
-
-	log_fd = open(dev2, O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
-	if (log_fd < 0)
-		lab_die("open the log device %s: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
-	if (ioctl(log_fd, BLKSSZGET, &ssz) || ioctl(log_fd, BLKGETSIZE64, &bytes))
-		lab_die("%s is not a block device: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
-	if (ssz > (int)PC_REC)
-		lab_die("%s has %d-byte logical blocks; the log's records are %u bytes",
-			dev2, ssz, PC_REC);
-	log_slots = bytes / PC_REC;
-}
-
-/* Write one sealed sector at @slot (O_DIRECT|O_DSYNC: durable when it returns). */
-static int pc_log_put(uint64_t slot, const unsigned char *sector)
-{
-	ssize_t n;
-
-	do
-		n = pwrite(log_fd, sector, PC_REC, (off_t)(slot * PC_REC));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)PC_REC)
-		return 0;
-	if (n >= 0)
-		errno = EIO;
-	return -1;
-}
-
+/* What the log on the second disk holds. */
 struct pc_log {
 	struct pc_hdr hdr;
-	int have_hdr;
-	struct pc_rec *r;	/* valid records of this run, in slot order */
-	size_t n, cap;
-	uint64_t end;		/* the slot after the last valid record */
-	uint64_t holes;		/* slots before end without a valid record */
-	uint64_t foreign;	/* sealed records of another run */
+	struct pc_rec *r;	/* the valid records of this run, in slot order */
+	struct pcut_log_scan scan;
 };
-
-static void pc_log_read(struct pc_log *log)
-{
-	unsigned char *buf;
-	uint64_t base, slot, last = 0;
-	size_t i, cnt;
-	ssize_t got;
-
-	memset(log, 0, sizeof(*log));
-	if (posix_memalign((void **)&buf, 4096, PC_CHUNK_SLOTS * PC_REC))
-		lab_die("out of memory for the log buffer");
-	for (base = 0; base < log_slots; base += PC_CHUNK_SLOTS) {
-		cnt = log_slots - base < PC_CHUNK_SLOTS ? log_slots - base : PC_CHUNK_SLOTS;
-		got = lab_pread_full(log_fd, buf, cnt * PC_REC, (off_t)(base * PC_REC));
-		if (got != (ssize_t)(cnt * PC_REC))
-			lab_die("reading the log on %s at sector %llu: " LAB_ERR_FMT, dev2,
-				(unsigned long long)base, LAB_ERR_ARGS(got < 0 ? errno : EIO));
-		for (i = 0; i < cnt; i++) {
-			const unsigned char *sec = buf + i * PC_REC;
-			struct pc_rec r;
-
-			slot = base + i;
-			if (slot == 0) {
-				memcpy(&log->hdr, sec, sizeof(log->hdr));
-				log->have_hdr = log->hdr.magic == PC_HDR_MAGIC &&
-						log->hdr.version == PC_HDR_VERSION &&
-						pc_sealed(sec);
-				if (!log->have_hdr)
-					goto out;
-				continue;
-			}
-			memcpy(&r, sec, sizeof(r));
-			if (r.magic != PC_REC_MAGIC || !pc_sealed(sec))
-				continue;
-			if (r.run_id != log->hdr.run_id || r.seq != slot) {
-				log->foreign++;
-				continue;
-			}
-			if (log->n == log->cap) {
-				log->cap = log->cap ? 2 * log->cap : 4096;
-				log->r = realloc(log->r, log->cap * sizeof(*log->r));
-				if (!log->r)
-					lab_die("out of memory for %zu log records", log->cap);
-			}
-			log->r[log->n++] = r;
-			last = slot;
-		}
-		if (base + cnt > last + PC_LOG_GAP)
-			break;
-	}
-out:
-	free(buf);
-	log->end = last + 1;
-	log->holes = last - log->n;
-}
 
 /* ---- the model: what the log says is durable ----------------------------------- */
 
@@ -511,21 +320,19 @@ struct pc_snap {
 struct pc_model {
 	struct pc_file *f[PC_MAX_FILES];
 	struct pc_snap *s[PC_MAX_SNAPS];
-	const struct pc_rec **intent;	/* by slot */
-	unsigned char *done;		/* by slot: the intent has its commit */
-	uint64_t nslots;
-	uint32_t epochs, last_epoch;
-	uint64_t committed, aborted, pending, bad;
+	struct pcut_replay replay;	/* intents (struct pc_rec) and commits */
+	uint64_t bad;
 	uint64_t ops[PC_OP_MAX];
 	uint32_t next_id[PC_WRITERS], next_snap;
 };
 
-static void pc_bad(struct pc_model *md, const struct pc_rec *r, const char *why)
+/* A log error (pcut_log_error()) about record @rec; also the replay's. */
+static void pc_bad(void *model, const void *rec, const char *why)
 {
-	md->bad++;
-	if (md->bad <= 10)
-		printf("powercut: LOG ERROR: record %llu (type %u, op %u, file %u): %s\n",
-		       (unsigned long long)r->seq, r->type, r->op, r->file, why);
+	struct pc_model *md = model;
+	const struct pc_rec *r = rec;
+
+	pcut_log_error(&md->bad, r, r->op, r->file, why);
 }
 
 static int pc_intent_ok(const struct pc_rec *r)
@@ -698,91 +505,78 @@ static void pc_apply(struct pc_model *md, const struct pc_rec *r,
 	md->ops[r->op]++;
 }
 
+/* The replay of the log into the model (pcut_replay()), step by step. */
+static int pc_replay_intent(void *ctx, const void *rec)
+{
+	struct pc_model *md = ctx;
+	const struct pc_rec *r = rec;
+	int w;
+
+	if (!pc_intent_ok(r))
+		return 0;
+	if (r->op == PC_OP_CREATE) {
+		w = (int)(r->file % PC_WRITERS);
+		if (r->file + PC_WRITERS > md->next_id[w])
+			md->next_id[w] = r->file + PC_WRITERS;
+		pc_file_get(md, r->file);
+	}
+	if (r->op == PC_OP_SNAP) {
+		if (r->file + 1 > md->next_snap)
+			md->next_snap = r->file + 1;
+		pc_snap_capture(md, r);
+	}
+	return 1;
+}
+
+static int pc_replay_commit(void *ctx, const void *intent, const void *commit)
+{
+	struct pc_model *md = ctx;
+	const struct pc_rec *in = intent, *c = commit;
+
+	if (c->result == 0) {
+		pc_apply(md, in, c);
+		return 1;
+	}
+	if (in->op == PC_OP_SNAP) {
+		pc_snap_free(md->s[in->file]);
+		free(md->s[in->file]);
+		md->s[in->file] = NULL;
+	}
+	return 0;
+}
+
+/* In flight: at most one operation per process. */
+static void pc_replay_inflight(void *ctx, const void *intent)
+{
+	struct pc_model *md = ctx;
+	const struct pc_rec *in = intent;
+	struct pc_file *f;
+
+	if (in->op == PC_OP_SNAP || in->op == PC_OP_SNAP_DEL) {
+		if (md->s[in->file])
+			md->s[in->file]->pending = in;
+		return;
+	}
+	f = pc_file_get(md, in->file);
+	if (f->pending)
+		pc_bad(md, in, "two operations in flight on one file");
+	f->pending = in;
+}
+
 static void pc_model_build(struct pc_model *md, const struct pc_log *log)
 {
-	const struct pc_rec *r, *in;
-	struct pc_file *f;
-	uint64_t seq;
-	size_t k;
+	static const struct pcut_replay_ops ops = {
+		.intent = pc_replay_intent,
+		.commit = pc_replay_commit,
+		.inflight = pc_replay_inflight,
+		.bad = pc_bad,
+	};
 	int w;
 
 	memset(md, 0, sizeof(*md));
 	for (w = 0; w < PC_WRITERS; w++)
 		md->next_id[w] = (uint32_t)w;
-	md->nslots = log->end;
-	md->intent = calloc(md->nslots, sizeof(*md->intent));
-	md->done = calloc(md->nslots, 1);
-	if (!md->intent || !md->done)
-		lab_die("out of memory for %llu log slots", (unsigned long long)md->nslots);
-	for (k = 0; k < log->n; k++) {
-		r = &log->r[k];
-		switch (r->type) {
-		case PC_T_EPOCH:
-			md->epochs++;
-			if (r->epoch > md->last_epoch)
-				md->last_epoch = r->epoch;
-			break;
-		case PC_T_INTENT:
-			if (!pc_intent_ok(r)) {
-				pc_bad(md, r, "malformed intent");
-				break;
-			}
-			md->intent[r->seq] = r;
-			if (r->op == PC_OP_CREATE) {
-				w = (int)(r->file % PC_WRITERS);
-				if (r->file + PC_WRITERS > md->next_id[w])
-					md->next_id[w] = r->file + PC_WRITERS;
-				pc_file_get(md, r->file);
-			}
-			if (r->op == PC_OP_SNAP) {
-				if (r->file + 1 > md->next_snap)
-					md->next_snap = r->file + 1;
-				pc_snap_capture(md, r);
-			}
-			break;
-		case PC_T_COMMIT:
-			if (r->ref >= md->nslots || !md->intent[r->ref]) {
-				pc_bad(md, r, "commit without its intent");
-				break;
-			}
-			if (md->done[r->ref]) {
-				pc_bad(md, r, "second commit of an intent");
-				break;
-			}
-			md->done[r->ref] = 1;
-			in = md->intent[r->ref];
-			if (r->result == 0) {
-				md->committed++;
-				pc_apply(md, in, r);
-			} else {
-				md->aborted++;
-				if (in->op == PC_OP_SNAP) {
-					pc_snap_free(md->s[in->file]);
-					free(md->s[in->file]);
-					md->s[in->file] = NULL;
-				}
-			}
-			break;
-		default:
-			pc_bad(md, r, "unknown record type");
-		}
-	}
-	/* What is left is in flight: at most one operation per process. */
-	for (seq = 0; seq < md->nslots; seq++) {
-		in = md->intent[seq];
-		if (!in || md->done[seq])
-			continue;
-		md->pending++;
-		if (in->op == PC_OP_SNAP || in->op == PC_OP_SNAP_DEL) {
-			if (md->s[in->file])
-				md->s[in->file]->pending = in;
-			continue;
-		}
-		f = pc_file_get(md, in->file);
-		if (f->pending)
-			pc_bad(md, in, "two operations in flight on one file");
-		f->pending = in;
-	}
+	pcut_replay(&plog, log->r, log->scan.n, log->scan.end, &md->replay, &ops, md);
 }
 
 static void pc_model_free(struct pc_model *md)
@@ -798,17 +592,11 @@ static void pc_model_free(struct pc_model *md)
 		pc_snap_free(md->s[i]);
 		free(md->s[i]);
 	}
-	free(md->intent);
-	free(md->done);
+	pcut_replay_free(&md->replay);
 	memset(md, 0, sizeof(*md));
 }
 
 /* ---- verify ------------------------------------------------------------------------ */
-
-struct pc_cand {
-	uint32_t off, len;
-	unsigned char *data;
-};
 
 struct pc_stats {
 	uint64_t checked, checked_mode[3], lost, wrong, errors;
@@ -830,45 +618,6 @@ static LAB_PRINTF(2, 3) void pc_err(struct pc_stats *st, const char *fmt, ...)
 	printf("\n");
 }
 
-/*
- * The bytes of [0, size) that are neither the model's value nor the value of
- * an in-flight write or clone covering them (*first: the first of them); in
- * *wrong, the bytes beyond size that are neither 0 nor such a value.
- */
-static uint64_t pc_count_lost(const unsigned char *m, uint32_t size,
-			      const unsigned char *got, size_t got_len,
-			      const struct pc_cand *c, int nc, uint64_t *wrong,
-			      uint64_t *first)
-{
-	uint64_t lost = 0, b, end = got_len > size ? got_len : size;
-	int i, ok;
-
-	*wrong = 0;
-	*first = end;
-	for (b = 0; b < end; b++) {
-		if (b >= got_len) {
-			lost++;		/* b < size: the file is short */
-			if (*first == end)
-				*first = b;
-			continue;
-		}
-		ok = got[b] == (b < PC_FMAX ? m[b] : 0);
-		for (i = 0; !ok && i < nc; i++)
-			ok = b >= c[i].off && b < (uint64_t)c[i].off + c[i].len &&
-			     got[b] == c[i].data[b - c[i].off];
-		if (ok)
-			continue;
-		if (b < size) {
-			lost++;
-			if (*first == end)
-				*first = b;
-		} else {
-			(*wrong)++;
-		}
-	}
-	return lost;
-}
-
 /* What a file may look like: names, content, candidates. */
 struct pc_view {
 	char what[96];
@@ -878,8 +627,8 @@ struct pc_view {
 	int may_be_absent;
 	int check_content;
 	uint32_t mode, size, max_size;
-	unsigned char *m;
-	struct pc_cand cand[PC_MAX_PIECES];
+	const unsigned char *m;		/* the model: PC_FMAX bytes, 0 beyond size */
+	struct pcut_cand cand[PC_MAX_PIECES];	/* of the operation in flight */
 	int ncand;
 };
 
@@ -928,45 +677,11 @@ static void pc_view_free(struct pc_view *v)
 	v->ncand = 0;
 }
 
-/*
- * The control: flip the model at a byte where the disk agreed with it and
- * no candidate covers it; the count must grow by exactly one.
- */
-static void pc_control(struct pc_stats *st, struct pc_view *v,
-		       const unsigned char *got, size_t got_len, uint64_t lost)
-{
-	uint64_t b, lost2, wrong, first, lim = got_len < v->size ? got_len : v->size;
-	int i, covered;
-
-	for (b = 0; b < lim; b++) {
-		if (got[b] != v->m[b])
-			continue;
-		for (covered = 0, i = 0; i < v->ncand; i++)
-			covered |= b >= v->cand[i].off && b < (uint64_t)v->cand[i].off + v->cand[i].len;
-		if (!covered)
-			break;
-	}
-	if (b == lim)
-		return;		/* try the next file */
-	v->m[b] ^= 0x5a;
-	lost2 = pc_count_lost(v->m, v->size, got, got_len, v->cand, v->ncand,
-			      &wrong, &first);
-	v->m[b] ^= 0x5a;
-	st->control_done = 1;
-	if (lost2 != lost + 1)
-		pc_err(st, "control: a byte flipped in the model of %s (at %llu) gave %llu lost bytes, expected %llu: the comparison is blind",
-		       v->what, (unsigned long long)b, (unsigned long long)lost2,
-		       (unsigned long long)lost + 1);
-	else
-		printf("powercut: control: one byte flipped in the model of %s is found as one lost byte\n",
-		       v->what);
-}
-
 static void pc_check_view(struct pc_stats *st, struct pc_view *v)
 {
 	struct stat sb, first_sb;
 	unsigned char *got;
-	uint64_t lost, wrong, first;
+	uint64_t lost, wrong, first, b, lost2;
 	size_t got_len;
 	int i, found = -1, mode;
 
@@ -1023,8 +738,8 @@ static void pc_check_view(struct pc_stats *st, struct pc_view *v)
 		pc_err(st, "%s: size %zu, the log allows %u%s%u", v->what, got_len,
 		       v->size, v->max_size > v->size ? " to " : "",
 		       v->max_size > v->size ? v->max_size : v->size);
-	lost = pc_count_lost(v->m, v->size, got, got_len, v->cand, v->ncand,
-			     &wrong, &first);
+	lost = pcut_count_lost(v->m, v->size, got, got_len, v->cand, v->ncand, &wrong,
+			       &first);
 	st->lost += lost;
 	st->wrong += wrong;
 	if (lost)
@@ -1036,8 +751,10 @@ static void pc_check_view(struct pc_stats *st, struct pc_view *v)
 	if (wrong)
 		pc_err(st, "%s: %llu bytes beyond the fsynced size %u are neither 0 nor in-flight data",
 		       v->what, (unsigned long long)wrong, v->size);
-	if (!st->control_done)
-		pc_control(st, v, got, got_len, lost);
+	if (pcut_control(v->what, v->m, v->size, got, got_len, v->cand, v->ncand, lost,
+			 &st->control_done, &b, &lost2) < 0)
+		pc_err(st, PCUT_CONTROL_BLIND_FMT, v->what, (unsigned long long)b,
+		       (unsigned long long)lost2, (unsigned long long)lost + 1);
 	free(got);
 }
 
@@ -1307,9 +1024,9 @@ static void pc_selfcheck_corrupt(struct pc_log *log, struct pc_model *md)
 	struct pc_rec *r;
 	size_t k;
 
-	for (k = log->n; k-- > 0;) {
+	for (k = log->scan.n; k-- > 0;) {
 		r = &log->r[k];
-		if (r->type != PC_T_INTENT || r->op != PC_OP_WRITE || !md->done[r->seq] ||
+		if (r->type != PCUT_T_INTENT || r->op != PC_OP_WRITE || !md->replay.done[r->seq] ||
 		    !pc_live(md, r->file) || md->f[r->file]->pending)
 			continue;
 		printf("powercut: SELF-CHECK: changing one byte (the content seed) of log record %llu, a committed write of %u bytes at %u to file %u: the verifier must now find lost bytes\n",
@@ -1318,26 +1035,6 @@ static void pc_selfcheck_corrupt(struct pc_log *log, struct pc_model *md)
 		return;
 	}
 	lab_die("--self-check: no committed write in the log to corrupt");
-}
-
-/* Count the error lines of `btrfs check`; 0 if it says it is clean. */
-static int pc_btrfs_check(void)
-{
-	char *out = NULL, *line, *save = NULL;
-	int st, n = 0;
-
-	st = lab_btrfs_check_output(dev, &out);
-	if (st == 0 && out && strstr(out, "no error found")) {
-		free(out);
-		return 0;
-	}
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save))
-		if ((strstr(line, "ERROR") || strstr(line, "error")) &&
-		    !strstr(line, "no error found"))
-			n++;
-	free(out);
-	return n ? n : 1;
 }
 
 static int pc_verify(int selfcheck)
@@ -1354,13 +1051,9 @@ static int pc_verify(int selfcheck)
 	memset(&st, 0, sizeof(st));
 	if (!lab_btrfs_progs_patched(why, sizeof(why)))
 		lab_skip("%s", why);
-	pc_log_open();
-	pc_log_read(&log);
-	if (!log.have_hdr) {
-		pc_host_line("powercut-verify: result=FAIL reason=no-log-header (no valid header in sector 0 of %s: the first boot's work did not get as far as its setup)",
-		       dev2);
+	log.r = pcut_log_verify_open(&plog, dev2, &log.hdr, &log.scan);
+	if (!log.scan.have_hdr)
 		return LAB_FAIL;
-	}
 	pc_model_build(&md, &log);
 	if (selfcheck) {
 		pc_selfcheck_corrupt(&log, &md);
@@ -1368,15 +1061,15 @@ static int pc_verify(int selfcheck)
 		pc_model_build(&md, &log);
 	}
 	printf("powercut: log: %zu records in %llu slots (%llu without a valid record), %u boots, %llu operations durable, %llu not done, %llu in flight at the cut; %llu records of another run ignored\n",
-	       log.n, (unsigned long long)log.end, (unsigned long long)log.holes,
-	       md.epochs, (unsigned long long)md.committed,
-	       (unsigned long long)md.aborted, (unsigned long long)md.pending,
-	       (unsigned long long)log.foreign);
+	       log.scan.n, (unsigned long long)log.scan.end, (unsigned long long)log.scan.holes,
+	       md.replay.epochs, (unsigned long long)md.replay.committed,
+	       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
+	       (unsigned long long)log.scan.foreign);
 	for (i = 1; i < PC_OP_MAX; i++)
 		printf("powercut:   %s: %llu durable\n", pc_op_name[i],
 		       (unsigned long long)md.ops[i]);
 	st.errors += md.bad;
-	lr = pc_log_root(dev);
+	lr = raw_btrfs_log_root(dev);
 	printf("powercut: superblock log_root %lld: %s\n", lr,
 	       lr > 0 ? "the mount replays the tree log" :
 	       lr == 0 ? "no tree log (the last fsyncs were committed)" : "unreadable");
@@ -1398,27 +1091,27 @@ static int pc_verify(int selfcheck)
 			nsnaps += md.s[n] && md.s[n]->state == PC_LIVE;
 		if (!st.control_done)
 			pc_err(&st, "control: no file had a byte to flip: nothing was compared");
-		if (md.committed && !st.checked)
+		if (md.replay.committed && !st.checked)
 			pc_err(&st, "the log has %llu durable operations but no byte was checked",
-			       (unsigned long long)md.committed);
+			       (unsigned long long)md.replay.committed);
 		if (lab_umount(mnt))
 			pc_err(&st, "umount %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
 	}
-	check_errors = pc_btrfs_check();
+	check_errors = lab_btrfs_check_errors(dev);
 	check_runs = 1;
 	printf("powercut: btrfs check --readonly: %s\n",
 	       check_errors ? "ERRORS (output above)" : "clean");
-	pc_host_line("powercut-verify: epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu snapshots=%u snapshot_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=%llu log_replay=%d check_runs=%d check_errors=%d result=%s",
-	       md.epochs, log.n, (unsigned long long)md.committed,
-	       (unsigned long long)md.aborted, (unsigned long long)md.pending,
-	       (unsigned long long)log.holes, (unsigned long long)st.files, nsnaps,
-	       (unsigned long long)st.sfiles, (unsigned long long)st.checked,
-	       (unsigned long long)st.checked_mode[PC_MODE_EXTENT],
-	       (unsigned long long)st.checked_mode[PC_MODE_INODE],
-	       (unsigned long long)st.lost, (unsigned long long)st.wrong,
-	       (unsigned long long)st.errors, (unsigned long long)st.renames_both,
-	       lr > 0, check_runs, check_errors,
-	       st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS");
+	pcut_host_line("powercut-verify: epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu snapshots=%u snapshot_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=%llu log_replay=%d check_runs=%d check_errors=%d result=%s",
+		       md.replay.epochs, log.scan.n, (unsigned long long)md.replay.committed,
+		       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
+		       (unsigned long long)log.scan.holes, (unsigned long long)st.files, nsnaps,
+		       (unsigned long long)st.sfiles, (unsigned long long)st.checked,
+		       (unsigned long long)st.checked_mode[PC_MODE_EXTENT],
+		       (unsigned long long)st.checked_mode[PC_MODE_INODE],
+		       (unsigned long long)st.lost, (unsigned long long)st.wrong,
+		       (unsigned long long)st.errors, (unsigned long long)st.renames_both,
+		       lr > 0, check_runs, check_errors,
+		       st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS");
 	return st.lost || st.wrong || st.errors || check_errors ? LAB_FAIL : LAB_PASS;
 }
 
@@ -1489,20 +1182,12 @@ static LAB_PRINTF(1, 2) LAB_NORETURN void pc_fatal(const char *fmt, ...)
 
 static uint64_t pc_emit(struct pc_rec *r)
 {
-	static unsigned char sec[PC_REC] __attribute__((aligned(4096)));
 	uint64_t slot = __atomic_fetch_add(&sh->next_slot, 1, __ATOMIC_SEQ_CST);
 
-	if (slot >= log_slots)
+	if (slot >= plog.slots)
 		pc_fatal("the log on %s is full (%llu slots): give it a bigger disk",
-			 dev2, (unsigned long long)log_slots);
-	r->magic = PC_REC_MAGIC;
-	r->run_id = hdr.run_id;
-	r->seq = slot;
-	r->epoch = epoch;
-	memset(sec, 0, sizeof(sec));
-	memcpy(sec, r, sizeof(*r));
-	pc_seal(sec);
-	if (pc_log_put(slot, sec))
+			 dev2, (unsigned long long)plog.slots);
+	if (pcut_log_emit(&plog, slot, hdr.run_id, epoch, r))
 		pc_fatal("writing log record %llu to %s: " LAB_ERR_FMT,
 			 (unsigned long long)slot, dev2, LAB_ERR_ARGS(errno));
 	return slot;
@@ -1510,7 +1195,7 @@ static uint64_t pc_emit(struct pc_rec *r)
 
 static uint64_t pc_intent(struct pc_rec *r, int proc)
 {
-	r->type = PC_T_INTENT;
+	r->type = PCUT_T_INTENT;
 	r->proc = (uint16_t)proc;
 	return pc_emit(r);
 }
@@ -1520,7 +1205,7 @@ static void pc_commit(const struct pc_rec *in, int result, uint32_t mode)
 	struct pc_rec c;
 
 	memset(&c, 0, sizeof(c));
-	c.type = PC_T_COMMIT;
+	c.type = PCUT_T_COMMIT;
 	c.proc = in->proc;
 	c.ref = in->seq;
 	c.result = result;
@@ -1783,23 +1468,23 @@ static void pc_wfile_drop(struct pc_writer *w, struct pc_wfile *f)
 
 static void pc_pick_piece(struct pc_piece *p, uint32_t size)
 {
-	uint32_t limit = size + PC_GROW, k = rnd(10), len;
+	uint32_t limit = size + PC_GROW, k = pcut_rnd(10), len;
 
 	if (limit > PC_FMAX)
 		limit = PC_FMAX;
 	if (k < 4)
-		len = 1 + rnd(PC_BLK);			/* a few bytes to a block */
+		len = 1 + pcut_rnd(PC_BLK);			/* a few bytes to a block */
 	else if (k < 7)
-		len = PC_BLK * (1 + rnd(4));		/* whole blocks */
+		len = PC_BLK * (1 + pcut_rnd(4));		/* whole blocks */
 	else
-		len = 1 + rnd(PC_MAX_LEN);		/* anything up to several blocks */
+		len = 1 + pcut_rnd(PC_MAX_LEN);		/* anything up to several blocks */
 	if (len > limit)
 		len = limit;
-	p->off = rnd(limit - len + 1);
-	if (rnd(2))
+	p->off = pcut_rnd(limit - len + 1);
+	if (pcut_rnd(2))
 		p->off -= p->off % PC_BLK;
 	p->len = len;
-	p->arg = rnd32();
+	p->arg = pcut_rnd32();
 }
 
 static void pc_op_write(int w, struct pc_wfile *f)
@@ -1810,8 +1495,8 @@ static void pc_op_write(int w, struct pc_wfile *f)
 	memset(&r, 0, sizeof(r));
 	r.op = PC_OP_WRITE;
 	r.file = f->id;
-	r.npieces = 1 + rnd(4);
-	r.flags = rnd(4) == 0 ? PC_F_DATASYNC : 0;
+	r.npieces = 1 + pcut_rnd(4);
+	r.flags = pcut_rnd(4) == 0 ? PC_F_DATASYNC : 0;
 	for (i = 0; i < r.npieces; i++) {
 		pc_pick_piece(&r.p[i], size);
 		if (r.p[i].off + r.p[i].len > size)
@@ -1835,15 +1520,15 @@ static int pc_op_clone(int w, struct pc_writer *wc)
 			ext[n++] = &wc->f[i];
 	if (!n)
 		return 0;
-	s = ext[rnd((uint32_t)n)];
-	d = ext[rnd((uint32_t)n)];
-	nblk = 1 + rnd(8);
+	s = ext[pcut_rnd((uint32_t)n)];
+	d = ext[pcut_rnd((uint32_t)n)];
+	nblk = 1 + pcut_rnd(8);
 	sb = s->size / PC_BLK;
 	db = d->size / PC_BLK;
 	if (sb < nblk || db < nblk)
 		return 0;
-	so = rnd(sb - nblk + 1);
-	dof = rnd(db - nblk + 1);
+	so = pcut_rnd(sb - nblk + 1);
+	dof = pcut_rnd(db - nblk + 1);
 	if (s == d && so < dof + nblk && dof < so + nblk)
 		return 0;
 	memset(&r, 0, sizeof(r));
@@ -1871,7 +1556,7 @@ static void pc_op_rename(int w, struct pc_wfile *f)
 	r.file = f->id;
 	r.dir = f->dir;
 	r.gen = f->gen;
-	r.dir2 = rnd(PC_DIRS);
+	r.dir2 = pcut_rnd(PC_DIRS);
 	r.gen2 = f->gen + 1;
 	pc_intent(&r, w);
 	pc_commit(&r, pc_do_rename(f, &r, 0), 0);
@@ -1904,9 +1589,9 @@ static void pc_op_create(int w, struct pc_writer *wc)
 	if (r.file >= PC_MAX_FILES)
 		pc_fatal("out of file ids");
 	wc->next_id += PC_WRITERS;
-	r.dir = rnd(PC_DIRS);
-	r.size = PC_CREATE_MIN + rnd(PC_CREATE_MAX - PC_CREATE_MIN + 1);
-	r.seed = rnd32();
+	r.dir = pcut_rnd(PC_DIRS);
+	r.size = PC_CREATE_MIN + pcut_rnd(PC_CREATE_MAX - PC_CREATE_MIN + 1);
+	r.seed = pcut_rnd32();
 	pc_intent(&r, w);
 	res = pc_do_create(&wc->f[wc->nf], &r, &mode);
 	if (!res)
@@ -1934,8 +1619,8 @@ static void pc_writer_loop(int w)
 			pc_op_create(w, wc);
 			continue;
 		}
-		f = &wc->f[rnd((uint32_t)wc->nf)];
-		k = rnd(100);
+		f = &wc->f[pcut_rnd((uint32_t)wc->nf)];
+		k = pcut_rnd(100);
 		if (k < 72)
 			pc_op_write(w, f);
 		else if (k < 84) {
@@ -1980,7 +1665,7 @@ static void pc_key_cycle(void)
 		pc_fatal("key removal status flags 0x%x", flags);
 	if (flags)
 		pc_count(C_BUSY);
-	lab_sleep_ms(200 + rnd(500));
+	lab_sleep_ms(200 + pcut_rnd(500));
 	if (lab_add_raw_key(mnt, hdr.key, sizeof(hdr.key), id) ||
 	    memcmp(id, hdr.key_id, sizeof(id)))
 		pc_fatal("FS_IOC_ADD_ENCRYPTION_KEY: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
@@ -2054,7 +1739,7 @@ static void pc_coordinator_loop(void)
 	int fd;
 
 	for (;;) {
-		lab_sleep_ms(800 + rnd(1700));
+		lab_sleep_ms(800 + pcut_rnd(1700));
 		if (lab_now_ms() >= next) {
 			pc_progress(start);
 			next = lab_now_ms() + PC_PROGRESS_MS;
@@ -2064,7 +1749,7 @@ static void pc_coordinator_loop(void)
 		 * the remount sync the filesystem): not too often, or the
 		 * tree log would seldom be what the next mount replays.
 		 */
-		k = rnd(100);
+		k = pcut_rnd(100);
 		if (k < 30) {
 			pc_key_cycle();
 		} else if (k < 50) {
@@ -2105,7 +1790,6 @@ static void pc_mkfs(uint32_t seed)
 		.name = "btrfs",
 		.mkfs_cmd = "mkfs.btrfs -q -f",
 	};
-	static unsigned char sec[PC_REC] __attribute__((aligned(4096)));
 	char why[256];
 	int d;
 
@@ -2114,11 +1798,7 @@ static void pc_mkfs(uint32_t seed)
 			 LAB_BTRFS_EXTENT_KEYS_FEATURE);
 	if (!lab_btrfs_progs_patched(why, sizeof(why)))
 		lab_skip("%s", why);
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.magic = PC_HDR_MAGIC;
-	hdr.version = PC_HDR_VERSION;
-	hdr.seed = seed;
-	lab_random(&hdr.run_id, sizeof(hdr.run_id));
+	pcut_log_hdr_init(&plog, &hdr, seed);
 	lab_random(hdr.key, sizeof(hdr.key));
 	lab_fscrypt_fs_setup(&fs, dev, mnt, NULL, hdr.key, sizeof(hdr.key), hdr.key_id);
 	mnt_fd = pc_open_dir(mnt);
@@ -2132,13 +1812,10 @@ static void pc_mkfs(uint32_t seed)
 			lab_die("mkdir %s: " LAB_ERR_FMT, dir_path[d], LAB_ERR_ARGS(errno));
 	if (syncfs(mnt_fd))
 		lab_die("syncfs: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	memset(sec, 0, sizeof(sec));
-	memcpy(sec, &hdr, sizeof(hdr));
-	pc_seal(sec);
-	if (pc_log_put(0, sec))
+	if (pcut_log_put(&plog, 0, &hdr, sizeof(hdr)))
 		lab_die("writing the log header to %s: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
 	printf("powercut: new filesystem on %s, run %016llx, log on %s (%llu slots)\n",
-	       dev, (unsigned long long)hdr.run_id, dev2, (unsigned long long)log_slots);
+	       dev, (unsigned long long)hdr.run_id, dev2, (unsigned long long)plog.slots);
 }
 
 /* Later boots: mount in this boot's mode, add the key of the log header. */
@@ -2207,9 +1884,9 @@ static void pc_redo(const struct pc_model *md)
 	char name[64];
 	int res, n = 0;
 
-	for (seq = 0; seq < md->nslots; seq++) {
-		r = md->intent[seq];
-		if (!r || md->done[seq])
+	for (seq = 0; seq < md->replay.nslots; seq++) {
+		r = md->replay.intent[seq];
+		if (!r || md->replay.done[seq])
 			continue;
 		n++;
 		printf("powercut: redo of %s (log record %llu, boot %u) on %s %u\n",
@@ -2281,7 +1958,7 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 	if (sh == MAP_FAILED)
 		lab_die("mmap: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 	memset(sh, 0, sizeof(*sh));
-	pc_log_open();
+	pcut_log_open(&plog, dev2);
 	if (first) {
 		cur_mode = PC_MODE_EXTENT;
 		pc_mkfs(seed);
@@ -2291,15 +1968,15 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 		sh->next_slot = 1;
 		epoch = 1;
 	} else {
-		pc_log_read(&log);
-		if (!log.have_hdr)
+		log.r = pcut_log_read(&plog, &log.hdr, &log.scan);
+		if (!log.scan.have_hdr)
 			lab_die("no log header on %s: the first boot (work --mkfs) must come first", dev2);
 		pc_model_build(&md, &log);
 		if (md.bad)
 			lab_die("the log is inconsistent (%llu errors above)", (unsigned long long)md.bad);
-		epoch = md.last_epoch + 1;
+		epoch = md.replay.last_epoch + 1;
 		cur_mode = epoch % 2 ? PC_MODE_EXTENT : PC_MODE_INODE;
-		sh->next_slot = log.end;
+		sh->next_slot = log.scan.end;
 		pc_mount_again(&log);
 	}
 	for (d = 0; d < PC_DIRS; d++)
@@ -2307,14 +1984,14 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 	snaps_fd = pc_open_dir(snaps_path);
 	sv_fd = pc_open_dir(sv_path);
 	memset(&er, 0, sizeof(er));
-	er.type = PC_T_EPOCH;
+	er.type = PCUT_T_EPOCH;
 	er.size = cur_mode;
 	er.seed = seed;
 	er.file = cut;
 	pc_emit(&er);
 	printf("powercut: boot %u (cut %u, seed 0x%x): %s keys for new files; log from slot %llu\n",
 	       epoch, cut, seed, pc_mode_name[cur_mode], (unsigned long long)sh->next_slot);
-	rng_init(seed, epoch, PC_PROCS);
+	pcut_rng_init(seed, epoch, PC_PROCS);
 	if (first) {
 		/*
 		 * Every first file with per-extent keys: files with per-inode
@@ -2352,7 +2029,7 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 			lab_die("fork: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 		if (pids[i] == 0) {
 			proc_no = i;
-			rng_init(seed, epoch, i);
+			pcut_rng_init(seed, epoch, (uint32_t)i);
 			if (i == PC_COORD)
 				pc_coordinator_loop();
 			else
@@ -2360,7 +2037,7 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 			_exit(1);
 		}
 	}
-	pc_host_line("powercut: working (boot %u, cut %u)", epoch, cut);
+	pcut_host_line("powercut: working (boot %u, cut %u)", epoch, cut);
 	/* Until the host kills the VM; a child that ends has failed. */
 	while (alive > 0) {
 		pid = waitpid(-1, &st, 0);
@@ -2380,34 +2057,11 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 	return LAB_FAIL;
 }
 
-static LAB_NORETURN void usage(const char *prog)
-{
-	lab_die("usage: %s work SEED CUT [--mkfs] | verify [--self-check]  (run by tests/run-powercut.sh, one boot per cut)",
-		prog);
-}
-
 int main(int argc, char **argv)
 {
-	char *end;
-	unsigned long seed, cut;
-
 	dev = lab_env("SCRATCH_DEV");
 	dev2 = lab_env("SCRATCH_DEV2");
 	mnt = lab_env("SCRATCH_MNT");
 	pc_paths();
-	if (argc >= 2 && !strcmp(argv[1], "verify")) {
-		if (argc > 3 || (argc == 3 && strcmp(argv[2], "--self-check")))
-			usage(argv[0]);
-		return pc_verify(argc == 3);
-	}
-	if (argc < 4 || argc > 5 || strcmp(argv[1], "work") ||
-	    (argc == 5 && strcmp(argv[4], "--mkfs")))
-		usage(argv[0]);
-	seed = strtoul(argv[2], &end, 0);
-	if (*end)
-		usage(argv[0]);
-	cut = strtoul(argv[3], &end, 0);
-	if (*end)
-		usage(argv[0]);
-	return pc_work((uint32_t)seed, (uint32_t)cut, argc == 5);
+	return pcut_main(argc, argv, pc_verify, pc_work);
 }

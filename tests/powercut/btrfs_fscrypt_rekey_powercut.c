@@ -56,15 +56,15 @@
  * next to old ones under the old key.  Any other error is printed as
  * "powercut: ERROR" and fails the cut.
  *
- * The log on B: 512-byte records, one per sector, written with
- * O_DIRECT|O_DSYNC; each carries a crc32c, the run's id and its own slot
- * number, so that a torn, unwritten or stale sector is recognised and
- * skipped.  Sector 0 is the header (run id, tree seed, the two keys'
- * identifiers).  Every operation writes an INTENT record (everything needed
- * to redo it: file, directory, offsets, lengths, content seeds; for a
- * rekey, from and to) before it starts and a COMMIT record after its fsync
- * (a rekey: after the ioctl returned 0, with the counts).  The loop is
- * sequential: at a cut at most one operation is in flight.
+ * The log on B (tests/lib/powercut.c): 512-byte records, one per sector,
+ * written with O_DIRECT|O_DSYNC; each carries a crc32c, the run's id and
+ * its own slot number, so that a torn, unwritten or stale sector is
+ * recognised and skipped.  Sector 0 is the header (run id, tree seed, the
+ * two keys' identifiers).  Every operation writes an INTENT record
+ * (everything needed to redo it: file, directory, offsets, lengths, content
+ * seeds; for a rekey, from and to) before it starts and a COMMIT record
+ * after its fsync (a rekey: after the ioctl returned 0, with the counts).
+ * The loop is sequential: at a cut at most one operation is in flight.
  *
  * The rule the verifier applies.  It replays the log into a model: a
  * committed operation is applied at its commit; a file's model is its
@@ -142,16 +142,16 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
-#include "crc32c.h"
+#include "btrfs_raw.h"
+#include "btrfs_rekey.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_ref.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 #include "lab_child.h"
+#include "powercut.h"
 #include "rawdev.h"
 
-#include <dirent.h>
-#include <endian.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -166,33 +166,11 @@
 #include <linux/btrfs_tree.h>
 #include <linux/fs.h>
 
-/* ---- the rekey ioctl (include/uapi/linux/btrfs.h of the series) ------------- */
-
-#ifdef BTRFS_IOC_FSCRYPT_REKEY
+/* BTRFS_IOC_FSCRYPT_REKEY's argument (tests/lib/btrfs_rekey.h) */
 typedef struct btrfs_ioctl_fscrypt_rekey_args rp_rekey_args;
-#define RP_IOC_REKEY BTRFS_IOC_FSCRYPT_REKEY
-#else
-typedef struct {
-	__u8 from[FSCRYPT_KEY_IDENTIFIER_SIZE];	/* in: the old master key */
-	struct fscrypt_policy_v2 to;		/* in: the policy to move to */
-	__u64 flags;				/* in: 0 */
-	__u64 nr_dirs;				/* out: what was moved */
-	__u64 nr_names;
-	__u64 nr_symlinks;
-	__u64 nr_files;
-	__u64 reserved[4];			/* in: 0 */
-	char name[BTRFS_SUBVOL_NAME_MAX + 1];	/* in: the subvolume's name */
-} rp_rekey_args;
-#define RP_IOC_REKEY _IOWR(BTRFS_IOCTL_MAGIC, 0xe0, rp_rekey_args)
-#endif
-
-_Static_assert(sizeof(rp_rekey_args) == 4152, "the rekey ioctl's argument is not 4152 bytes");
-_Static_assert(offsetof(rp_rekey_args, nr_dirs) == 48, "nr_dirs moved");
-_Static_assert(offsetof(rp_rekey_args, name) == 112, "the rekey ioctl's name moved");
 
 /* ---- constants ---------------------------------------------------------------- */
 
-#define RP_REC			512u		/* one log record per sector */
 #define RP_DIRS			31		/* enc, its 5 children, 5 below each */
 #define RP_TOPS			5
 #define RP_SUBS			5
@@ -209,8 +187,6 @@ _Static_assert(offsetof(rp_rekey_args, name) == 112, "the rekey ioctl's name mov
 #define RP_CREATE_MAX		(64u * 1024)
 #define RP_PIECE_MAX		(16u * 1024)
 #define RP_MAX_PIECES		3
-#define RP_LOG_GAP		4096u		/* invalid slots that end the scan */
-#define RP_CHUNK_SLOTS		2048u		/* 1 MiB reads of the log */
 #define RP_PROGRESS_MS		2000
 #define RP_BUSY_TRIES		50
 #define RP_REC_MAGIC		0x31524b52u	/* "RKR1" */
@@ -241,8 +217,6 @@ _Static_assert(sizeof(struct btrfs_inode_ref) == RP_IREF_SIZE, "btrfs_inode_ref 
 _Static_assert(offsetof(struct btrfs_file_extent_item, disk_bytenr) == RP_FE_INLINE_OFF,
 	       "the inline data of btrfs_file_extent_item moved");
 
-enum rp_type { RP_T_EPOCH = 1, RP_T_INTENT, RP_T_COMMIT };
-
 enum rp_op {
 	RP_OP_CREATE = 1,	/* file, dir, size, seed */
 	RP_OP_WRITE,		/* file, pieces (off, len, content seed) */
@@ -263,13 +237,7 @@ struct rp_piece {
 
 /* A log record as it is in its sector (the rest of the sector is 0). */
 struct rp_rec {
-	uint32_t magic;		/* RP_REC_MAGIC */
-	uint32_t crc;		/* crc32c of the sector's bytes 8..511 */
-	uint64_t run_id;
-	uint64_t seq;		/* the slot it was written to */
-	uint64_t ref;		/* commit: the slot of its intent */
-	uint32_t epoch;		/* the "work" boot that wrote it, from 1 */
-	uint16_t type;		/* enum rp_type */
+	PCUT_REC_HEAD;		/* magic RP_REC_MAGIC */
 	uint16_t op;		/* intent: enum rp_op */
 	int32_t result;		/* commit: 0 done */
 	uint32_t file, dir, size, seed;
@@ -280,17 +248,16 @@ struct rp_rec {
 };
 
 struct rp_hdr {
-	uint32_t magic;		/* RP_HDR_MAGIC */
-	uint32_t crc;		/* as in a record */
-	uint32_t version;
-	uint32_t seed;
-	uint64_t run_id;
+	PCUT_HDR_HEAD;		/* magic RP_HDR_MAGIC */
 	uint64_t tree_seed;
 	uint8_t id[3][FSCRYPT_KEY_IDENTIFIER_SIZE];	/* [1], [2]: K1, K2 */
 };
 
-_Static_assert(sizeof(struct rp_rec) <= RP_REC, "a record must fit a sector");
-_Static_assert(sizeof(struct rp_hdr) <= RP_REC, "the header must fit a sector");
+_Static_assert(sizeof(struct rp_rec) <= PCUT_SECTOR, "a record must fit a sector");
+_Static_assert(sizeof(struct rp_hdr) <= PCUT_SECTOR, "the header must fit a sector");
+
+static struct pcut_log plog = PCUT_LOG_INIT(RP_HDR_MAGIC, RP_HDR_VERSION, RP_REC_MAGIC,
+					    struct rp_hdr, struct rp_rec);
 
 static const char *dev, *dev2, *mnt;
 static char sv_path[PATH_MAX], enc_path[PATH_MAX];
@@ -299,55 +266,6 @@ static uint8_t ids[3][FSCRYPT_KEY_IDENTIFIER_SIZE];
 static const uint32_t key_seed[3] = { 0, RP_KEY_SEED1, RP_KEY_SEED2 };
 
 /* ---- small helpers -------------------------------------------------------------- */
-
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rng_state;
-
-/* The workload's choices: from SEED and the boot. */
-static void rng_init(uint32_t seed, uint32_t epoch)
-{
-	uint64_t s = (uint64_t)seed << 32 ^ (uint64_t)epoch << 8 ^ 0x5a;
-
-	rng_state = splitmix(&s) | 1;
-}
-
-static uint32_t rnd32(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
-}
-
-/* Uniform in [0, n); n > 0. */
-static uint32_t rnd(uint32_t n)
-{
-	return (uint32_t)(((uint64_t)rnd32() * n) >> 32);
-}
-
-static uint16_t get_le16(const unsigned char *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le16toh(v);
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
 
 /* 1 or 2 if @id is K1 or K2; 0 if another key. */
 static int key_of(const uint8_t *id)
@@ -358,41 +276,6 @@ static int key_of(const uint8_t *id)
 		if (!memcmp(id, ids[k], FSCRYPT_KEY_IDENTIFIER_SIZE))
 			return k;
 	return 0;
-}
-
-/*
- * A line the host parses ("powercut: working", "powercut-verify: ..."):
- * through /dev/kmsg, because the console never splits a printk record,
- * and to stdout (the host prefers the kernel's copy).  Keep it below the
- * 1024 bytes of a printk record.
- */
-static LAB_PRINTF(1, 2) void rp_host_line(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int fd, n, ok = 0;
-
-	n = snprintf(line, sizeof(line), "<5>");
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ok = write(fd, line, strlen(line)) == (ssize_t)strlen(line);
-		close(fd);
-	}
-	printf("%s%s\n", line + n, ok ? "" : " (not in the kernel log)");
-}
-
-/* btrfs log_root from the superblock on @d (0: nothing to replay), or -1. */
-static long long rp_log_root(const char *d)
-{
-	unsigned char sb[104];
-
-	if (raw_read(d, 65536, sb, sizeof(sb)) || memcmp(sb + 64, "_BHRfS_M", 8))
-		return -1;
-	return (long long)get_le64(sb + 96);
 }
 
 /* The raw keys and their identifiers (the header's must be these). */
@@ -462,7 +345,7 @@ static void rp_make_str(char *out, size_t len, const char *prefix, const char *c
 
 	memcpy(out, prefix, i);
 	for (; i < len; i++)
-		out[i] = chars[splitmix(&s) % nchars];
+		out[i] = chars[lab_splitmix64(&s) % nchars];
 	out[len > i ? len : i] = '\0';
 }
 
@@ -502,8 +385,9 @@ static void rp_tree_make(uint64_t tseed)
 				n->type = RP_REG;
 				snprintf(prefix, sizeof(prefix), "f%02d", j);
 				s = tseed ^ ((uint64_t)e << 20) ^ 0xf11e;
-				n->size = j % 5 == 0 ? 0 : 1 + (uint32_t)(splitmix(&s) % RP_STATIC_FMAX);
-				n->seed = (uint32_t)splitmix(&s);
+				n->size = j % 5 == 0 ? 0 :
+					  1 + (uint32_t)(lab_splitmix64(&s) % RP_STATIC_FMAX);
+				n->seed = (uint32_t)lab_splitmix64(&s);
 			} else {
 				n->type = RP_LNK;
 				snprintf(prefix, sizeof(prefix), "l%02d", j);
@@ -563,121 +447,12 @@ static void rp_wpath(uint32_t dir, uint32_t id, char *out, size_t size)
 	lab_pathf(out, size, "%s/%s", p, name);
 }
 
-/* ---- the log device ------------------------------------------------------------------ */
-
-static int log_fd = -1;
-static uint64_t log_slots;
-
-static void rp_seal(unsigned char *sector)
-{
-	uint32_t crc = lab_crc32c(sector + 8, RP_REC - 8);
-
-	memcpy(sector + 4, &crc, 4);
-}
-
-static int rp_sealed(const unsigned char *sector)
-{
-	uint32_t crc;
-
-	memcpy(&crc, sector + 4, 4);
-	return crc == lab_crc32c(sector + 8, RP_REC - 8);
-}
-
-static void rp_log_open(void)
-{
-	uint64_t bytes;
-	int ssz;
-
-	log_fd = open(dev2, O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
-	if (log_fd < 0)
-		lab_die("open the log device %s: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
-	if (ioctl(log_fd, BLKSSZGET, &ssz) || ioctl(log_fd, BLKGETSIZE64, &bytes))
-		lab_die("%s is not a block device: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
-	if (ssz > (int)RP_REC)
-		lab_die("%s has %d-byte logical blocks; the log's records are %u bytes",
-			dev2, ssz, RP_REC);
-	log_slots = bytes / RP_REC;
-}
-
-/* Write one sealed sector at @slot (O_DIRECT|O_DSYNC: durable when it returns). */
-static int rp_log_put(uint64_t slot, const unsigned char *sector)
-{
-	ssize_t n;
-
-	do
-		n = pwrite(log_fd, sector, RP_REC, (off_t)(slot * RP_REC));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)RP_REC)
-		return 0;
-	if (n >= 0)
-		errno = EIO;
-	return -1;
-}
-
+/* What the log on the second disk holds. */
 struct rp_log {
 	struct rp_hdr hdr;
-	int have_hdr;
-	struct rp_rec *r;	/* valid records of this run, in slot order */
-	size_t n, cap;
-	uint64_t end;		/* the slot after the last valid record */
-	uint64_t holes;		/* slots before end without a valid record */
-	uint64_t foreign;	/* sealed records of another run */
+	struct rp_rec *r;	/* the valid records of this run, in slot order */
+	struct pcut_log_scan scan;
 };
-
-static void rp_log_read(struct rp_log *log)
-{
-	unsigned char *buf;
-	uint64_t base, slot, last = 0;
-	size_t i, cnt;
-	ssize_t got;
-
-	memset(log, 0, sizeof(*log));
-	if (posix_memalign((void **)&buf, 4096, RP_CHUNK_SLOTS * RP_REC))
-		lab_die("out of memory for the log buffer");
-	for (base = 0; base < log_slots; base += RP_CHUNK_SLOTS) {
-		cnt = log_slots - base < RP_CHUNK_SLOTS ? log_slots - base : RP_CHUNK_SLOTS;
-		got = lab_pread_full(log_fd, buf, cnt * RP_REC, (off_t)(base * RP_REC));
-		if (got != (ssize_t)(cnt * RP_REC))
-			lab_die("reading the log on %s at sector %llu: " LAB_ERR_FMT, dev2,
-				(unsigned long long)base, LAB_ERR_ARGS(got < 0 ? errno : EIO));
-		for (i = 0; i < cnt; i++) {
-			const unsigned char *sec = buf + i * RP_REC;
-			struct rp_rec r;
-
-			slot = base + i;
-			if (slot == 0) {
-				memcpy(&log->hdr, sec, sizeof(log->hdr));
-				log->have_hdr = log->hdr.magic == RP_HDR_MAGIC &&
-						log->hdr.version == RP_HDR_VERSION &&
-						rp_sealed(sec);
-				if (!log->have_hdr)
-					goto out;
-				continue;
-			}
-			memcpy(&r, sec, sizeof(r));
-			if (r.magic != RP_REC_MAGIC || !rp_sealed(sec))
-				continue;
-			if (r.run_id != log->hdr.run_id || r.seq != slot) {
-				log->foreign++;
-				continue;
-			}
-			if (log->n == log->cap) {
-				log->cap = log->cap ? 2 * log->cap : 4096;
-				log->r = realloc(log->r, log->cap * sizeof(*log->r));
-				if (!log->r)
-					lab_die("out of memory for %zu log records", log->cap);
-			}
-			log->r[log->n++] = r;
-			last = slot;
-		}
-		if (base + cnt > last + RP_LOG_GAP)
-			break;
-	}
-out:
-	free(buf);
-	log->end = last + 1;
-	log->holes = last - log->n;
-}
 
 /* ---- the model: what the log says is durable ------------------------------------------- */
 
@@ -695,11 +470,9 @@ struct rp_file {
 
 struct rp_model {
 	struct rp_file *f[RP_MAX_IDS];
-	const struct rp_rec **intent;	/* by slot */
-	unsigned char *done;		/* by slot: the intent has its commit */
-	uint64_t nslots;
-	uint32_t epochs, last_epoch, next_id;
-	uint64_t committed, aborted, pending, bad;
+	struct pcut_replay replay;	/* intents (struct rp_rec) and commits */
+	uint32_t next_id;
+	uint64_t bad;
 	uint64_t ops[RP_OP_MAX];
 	int key;			/* K1 or K2: the "to" of the last durable rekey */
 	const struct rp_rec *rekey;	/* the rekey in flight, if any */
@@ -707,12 +480,13 @@ struct rp_model {
 	const struct rp_rec *inflight;	/* the operation in flight, if any */
 };
 
-static void rp_bad(struct rp_model *md, const struct rp_rec *r, const char *why)
+/* A log error (pcut_log_error()) about record @rec; also the replay's. */
+static void rp_bad(void *model, const void *rec, const char *why)
 {
-	md->bad++;
-	if (md->bad <= 10)
-		printf("powercut: LOG ERROR: record %llu (type %u, op %u, file %u): %s\n",
-		       (unsigned long long)r->seq, r->type, r->op, r->file, why);
+	struct rp_model *md = model;
+	const struct rp_rec *r = rec;
+
+	pcut_log_error(&md->bad, r, r->op, r->file, why);
 }
 
 static int rp_intent_ok(const struct rp_rec *r)
@@ -804,77 +578,62 @@ static void rp_apply(struct rp_model *md, const struct rp_rec *r)
 	md->ops[r->op]++;
 }
 
+/* The replay of the log into the model (pcut_replay()), step by step. */
+static int rp_replay_intent(void *ctx, const void *rec)
+{
+	struct rp_model *md = ctx;
+	const struct rp_rec *r = rec;
+
+	if (!rp_intent_ok(r))
+		return 0;
+	if (r->op == RP_OP_CREATE) {
+		if (r->file + 1 > md->next_id)
+			md->next_id = r->file + 1;
+		rp_file_get(md, r->file);
+	}
+	return 1;
+}
+
+static int rp_replay_commit(void *ctx, const void *intent, const void *commit)
+{
+	const struct rp_rec *c = commit;
+
+	if (c->result)
+		return 0;
+	rp_apply(ctx, intent);
+	return 1;
+}
+
+/* In flight: one operation at most (one process). */
+static void rp_replay_inflight(void *ctx, const void *intent)
+{
+	struct rp_model *md = ctx;
+	const struct rp_rec *in = intent;
+
+	if (md->replay.pending > 1)
+		rp_bad(md, in, "a second operation in flight: the loop is sequential");
+	md->inflight = in;
+	if (in->op == RP_OP_REKEY) {
+		if ((int)in->from != md->key)
+			rp_bad(md, in, "rekey in flight from a key the subvolume was not under");
+		md->rekey = in;
+		return;
+	}
+	rp_file_get(md, in->file)->pending = in;
+}
+
 static void rp_model_build(struct rp_model *md, const struct rp_log *log)
 {
-	const struct rp_rec *r, *in;
-	uint64_t seq;
-	size_t k;
+	static const struct pcut_replay_ops ops = {
+		.intent = rp_replay_intent,
+		.commit = rp_replay_commit,
+		.inflight = rp_replay_inflight,
+		.bad = rp_bad,
+	};
 
 	memset(md, 0, sizeof(*md));
 	md->key = 1;
-	md->nslots = log->end;
-	md->intent = calloc(md->nslots, sizeof(*md->intent));
-	md->done = calloc(md->nslots, 1);
-	if (!md->intent || !md->done)
-		lab_die("out of memory for %llu log slots", (unsigned long long)md->nslots);
-	for (k = 0; k < log->n; k++) {
-		r = &log->r[k];
-		switch (r->type) {
-		case RP_T_EPOCH:
-			md->epochs++;
-			if (r->epoch > md->last_epoch)
-				md->last_epoch = r->epoch;
-			break;
-		case RP_T_INTENT:
-			if (!rp_intent_ok(r)) {
-				rp_bad(md, r, "malformed intent");
-				break;
-			}
-			md->intent[r->seq] = r;
-			if (r->op == RP_OP_CREATE) {
-				if (r->file + 1 > md->next_id)
-					md->next_id = r->file + 1;
-				rp_file_get(md, r->file);
-			}
-			break;
-		case RP_T_COMMIT:
-			if (r->ref >= md->nslots || !md->intent[r->ref]) {
-				rp_bad(md, r, "commit without its intent");
-				break;
-			}
-			if (md->done[r->ref]) {
-				rp_bad(md, r, "second commit of an intent");
-				break;
-			}
-			md->done[r->ref] = 1;
-			in = md->intent[r->ref];
-			if (r->result == 0) {
-				md->committed++;
-				rp_apply(md, in);
-			} else {
-				md->aborted++;
-			}
-			break;
-		default:
-			rp_bad(md, r, "unknown record type");
-		}
-	}
-	/* What is left is in flight: one operation at most (one process). */
-	for (seq = 0; seq < md->nslots; seq++) {
-		in = md->intent[seq];
-		if (!in || md->done[seq])
-			continue;
-		if (md->pending++)
-			rp_bad(md, in, "a second operation in flight: the loop is sequential");
-		md->inflight = in;
-		if (in->op == RP_OP_REKEY) {
-			if ((int)in->from != md->key)
-				rp_bad(md, in, "rekey in flight from a key the subvolume was not under");
-			md->rekey = in;
-			continue;
-		}
-		rp_file_get(md, in->file)->pending = in;
-	}
+	pcut_replay(&plog, log->r, log->scan.n, log->scan.end, &md->replay, &ops, md);
 }
 
 static void rp_model_free(struct rp_model *md)
@@ -886,8 +645,7 @@ static void rp_model_free(struct rp_model *md)
 			free(md->f[i]->m);
 		free(md->f[i]);
 	}
-	free(md->intent);
-	free(md->done);
+	pcut_replay_free(&md->replay);
 	memset(md, 0, sizeof(*md));
 }
 
@@ -914,18 +672,16 @@ static int rp_rekey(int from, int to, rp_rekey_args *a, long *busy, const char *
 	if (memcmp(&def, &pol.policy.v2, sizeof(def)) ||
 	    !key_of(pol.policy.v2.master_key_identifier))
 		return -EPROTO;
-	memset(a, 0, sizeof(*a));
-	memcpy(a->from, ids[from], FSCRYPT_KEY_IDENTIFIER_SIZE);
-	a->to = pol.policy.v2;
-	memcpy(a->to.master_key_identifier, ids[to], FSCRYPT_KEY_IDENTIFIER_SIZE);
-	snprintf(a->name, sizeof(a->name), "sv");
+	/* that policy with the key K@to: the default one of K@to */
+	lab_default_policy(&def, ids[to]);
+	lab_rekey_args(a, "sv", ids[from], &def);
 	*why = "open the top directory";
 	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	*why = "BTRFS_IOC_FSCRYPT_REKEY";
 	for (tries = 0;; tries++) {
-		r = ioctl(fd, RP_IOC_REKEY, a);
+		r = ioctl(fd, BTRFS_IOC_FSCRYPT_REKEY, a);
 		if (r == 0 || errno != EBUSY || tries >= RP_BUSY_TRIES)
 			break;
 		(*busy)++;
@@ -937,11 +693,6 @@ static int rp_rekey(int from, int to, rp_rekey_args *a, long *busy, const char *
 	close(fd);
 	return r ? -e : 0;
 }
-
-#define RP_COUNTS_FMT "%llu dirs (%llu names), %llu symlinks, %llu files"
-#define RP_COUNTS_ARGS(a) (unsigned long long)(a)->nr_dirs, \
-	(unsigned long long)(a)->nr_names, (unsigned long long)(a)->nr_symlinks, \
-	(unsigned long long)(a)->nr_files
 
 /* ---- verify: the names a directory may hold ------------------------------------------------ */
 
@@ -1151,7 +902,7 @@ static void rp_disk_symlink(struct rp_stats *st, struct rp_walk *w, int e, uint6
 		if (fref_per_file_key(mk[kk], sizeof(mk[kk]), nonce, skey, sizeof(skey)) ||
 		    fref_encrypt_name(skey, target, tlen, flags, ct, &ctlen))
 			lab_die("reference encryption of a symlink target failed");
-		if (get_le16(d) == ctlen && it[0].len >= RP_FE_INLINE_OFF + 2 + ctlen &&
+		if (braw_le16(d) == ctlen && it[0].len >= RP_FE_INLINE_OFF + 2 + ctlen &&
 		    !memcmp(d + 2, ct, ctlen))
 			break;
 	}
@@ -1160,7 +911,7 @@ static void rp_disk_symlink(struct rp_stats *st, struct rp_walk *w, int e, uint6
 		       what, 3 - k, k);
 	else if (other == 2)
 		rp_err(st, "%s: its inline target (%u bytes of ciphertext) is not the model's target (%zu bytes) under either key",
-		       what, get_le16(d), tlen);
+		       what, braw_le16(d), tlen);
 out:
 	lab_btrfs_items_free(it, n);
 }
@@ -1178,7 +929,7 @@ static int rp_iref_has(uint64_t child, uint64_t dir, const uint8_t *name, size_t
 		if (it[i].offset != dir)
 			continue;
 		for (pos = 0; pos + RP_IREF_SIZE <= it[i].len; pos += RP_IREF_SIZE + nl) {
-			nl = get_le16(it[i].data + pos + 8);
+			nl = braw_le16(it[i].data + pos + 8);
 			if (pos + RP_IREF_SIZE + nl > it[i].len)
 				break;
 			if (nl == len && !memcmp(it[i].data + pos + RP_IREF_SIZE, name, len))
@@ -1281,8 +1032,8 @@ static void rp_disk_dir(struct rp_stats *st, struct rp_walk *w, struct rp_model 
 			continue;
 		}
 		d = idx[i].data;
-		nl = get_le16(d + RP_DI_NAME_LEN_OFF);
-		if (RP_DI_SIZE + nl + get_le16(d + RP_DI_DATA_LEN_OFF) > idx[i].len) {
+		nl = braw_le16(d + RP_DI_NAME_LEN_OFF);
+		if (RP_DI_SIZE + nl + braw_le16(d + RP_DI_DATA_LEN_OFF) > idx[i].len) {
 			rp_err(st, "%s: a DIR_INDEX item of %u bytes with a %zu-byte name", what,
 			       idx[i].len, nl);
 			continue;
@@ -1312,7 +1063,7 @@ static void rp_disk_dir(struct rp_stats *st, struct rp_walk *w, struct rp_model 
 			continue;
 		}
 		wt[j].on_disk = 1;
-		child[j] = get_le64(d);
+		child[j] = braw_le64(d);
 		if ((d[RP_DI_TYPE_OFF] & 0x7f) !=
 		    (wt[j].type == RP_DIR ? BTRFS_FT_DIR :
 		     wt[j].type == RP_LNK ? BTRFS_FT_SYMLINK : BTRFS_FT_REG_FILE))
@@ -1331,9 +1082,9 @@ static void rp_disk_dir(struct rp_stats *st, struct rp_walk *w, struct rp_model 
 	} else {
 		for (i = 0; i < nitems; i++) {
 			for (pos = 0; pos + RP_DI_SIZE <= items[i].len;
-			     pos += RP_DI_SIZE + nl + get_le16(d + RP_DI_DATA_LEN_OFF)) {
+			     pos += RP_DI_SIZE + nl + braw_le16(d + RP_DI_DATA_LEN_OFF)) {
 				d = items[i].data + pos;
-				nl = get_le16(d + RP_DI_NAME_LEN_OFF);
+				nl = braw_le16(d + RP_DI_NAME_LEN_OFF);
 				if (pos + RP_DI_SIZE + nl > items[i].len) {
 					rp_err(st, "%s: a DIR_ITEM item of %u bytes with a %zu-byte name at %zu",
 					       what, items[i].len, nl, pos);
@@ -1387,7 +1138,7 @@ static void rp_check_key_records(struct rp_stats *st, int need)
 		k = key_of(it[i].data);
 		if (!k)
 			rp_err(st, "sv: a key record of a key that is neither K1 nor K2");
-		else if (it[i].offset != get_le64(it[i].data))
+		else if (it[i].offset != braw_le64(it[i].data))
 			rp_err(st, "sv: the key record of K%d is at offset %llu", k,
 			       (unsigned long long)it[i].offset);
 		have |= k ? 1 << k : 0;
@@ -1438,97 +1189,19 @@ static int rp_disk_walk(struct rp_stats *st, struct rp_walk *w, struct rp_model 
 
 /* ---- verify: by path ---------------------------------------------------------------------------- */
 
-struct rp_cand {
-	uint32_t off, len;
-	unsigned char *data;
-};
-
 /* What a file must look like. */
 struct rp_view {
 	char what[96];
 	const unsigned char *m;		/* the model, at least size bytes */
 	uint32_t size, max_size;
-	struct rp_cand cand[RP_MAX_PIECES];
+	struct pcut_cand cand[RP_MAX_PIECES];	/* of the write in flight */
 	int ncand;
 };
-
-/*
- * The bytes of [0, size) that are neither the model's value nor the value of
- * an in-flight write covering them (*first: the first); in *wrong, the bytes
- * beyond size that are neither 0 nor such a value.
- */
-static uint64_t rp_count_lost(const struct rp_view *v, const unsigned char *got,
-			      size_t got_len, uint64_t *wrong, uint64_t *first)
-{
-	uint64_t lost = 0, b, end = got_len > v->size ? got_len : v->size;
-	int i, ok;
-
-	*wrong = 0;
-	*first = end;
-	for (b = 0; b < end; b++) {
-		if (b >= got_len) {
-			lost++;		/* b < size: the file is short */
-			if (*first == end)
-				*first = b;
-			continue;
-		}
-		ok = got[b] == (b < v->size ? v->m[b] : 0);
-		for (i = 0; !ok && i < v->ncand; i++)
-			ok = b >= v->cand[i].off && b < (uint64_t)v->cand[i].off + v->cand[i].len &&
-			     got[b] == v->cand[i].data[b - v->cand[i].off];
-		if (ok)
-			continue;
-		if (b < v->size) {
-			lost++;
-			if (*first == end)
-				*first = b;
-		} else {
-			(*wrong)++;
-		}
-	}
-	return lost;
-}
-
-/* The control: a model byte flipped where the disk agreed must be one more lost byte. */
-static void rp_control(struct rp_stats *st, struct rp_view *v, const unsigned char *got,
-		       size_t got_len, uint64_t lost)
-{
-	uint64_t b, lost2, wrong, first, lim = got_len < v->size ? got_len : v->size;
-	unsigned char *copy;
-	const unsigned char *orig = v->m;
-	int i, covered;
-
-	for (b = 0; b < lim; b++) {
-		if (got[b] != v->m[b])
-			continue;
-		for (covered = 0, i = 0; i < v->ncand; i++)
-			covered |= b >= v->cand[i].off && b < (uint64_t)v->cand[i].off + v->cand[i].len;
-		if (!covered)
-			break;
-	}
-	if (b == lim)
-		return;		/* try the next file */
-	copy = lab_xmalloc(v->size);
-	memcpy(copy, v->m, v->size);
-	copy[b] ^= 0x5a;
-	v->m = copy;
-	lost2 = rp_count_lost(v, got, got_len, &wrong, &first);
-	v->m = orig;
-	free(copy);
-	st->control_done = 1;
-	if (lost2 != lost + 1)
-		rp_err(st, "control: a byte flipped in the model of %s (at %llu) gave %llu lost bytes, expected %llu: the comparison is blind",
-		       v->what, (unsigned long long)b, (unsigned long long)lost2,
-		       (unsigned long long)lost + 1);
-	else
-		printf("powercut: control: one byte flipped in the model of %s is found as one lost byte\n",
-		       v->what);
-}
 
 /* Compare the file at @path (opened already once: same key as its directory). */
 static void rp_compare(struct rp_stats *st, struct rp_view *v, const char *path)
 {
-	uint64_t lost, wrong, first;
+	uint64_t lost, wrong, first, b, lost2;
 	unsigned char *got;
 	size_t got_len;
 
@@ -1547,7 +1220,7 @@ static void rp_compare(struct rp_stats *st, struct rp_view *v, const char *path)
 		else
 			rp_err(st, "%s: size %zu, the log says %u", v->what, got_len, v->size);
 	}
-	lost = rp_count_lost(v, got, got_len, &wrong, &first);
+	lost = pcut_count_lost(v->m, v->size, got, got_len, v->cand, v->ncand, &wrong, &first);
 	st->lost += lost;
 	st->wrong += wrong;
 	if (lost)
@@ -1558,8 +1231,10 @@ static void rp_compare(struct rp_stats *st, struct rp_view *v, const char *path)
 	if (wrong)
 		rp_err(st, "%s: %llu bytes beyond the fsynced size %u are neither 0 nor in-flight data",
 		       v->what, (unsigned long long)wrong, v->size);
-	if (!st->control_done)
-		rp_control(st, v, got, got_len, lost);
+	if (pcut_control(v->what, v->m, v->size, got, got_len, v->cand, v->ncand, lost,
+			 &st->control_done, &b, &lost2) < 0)
+		rp_err(st, PCUT_CONTROL_BLIND_FMT, v->what, (unsigned long long)b,
+		       (unsigned long long)lost2, (unsigned long long)lost + 1);
 	free(got);
 }
 
@@ -1628,44 +1303,6 @@ static void rp_check_policy(struct rp_stats *st, const char *path, int key, cons
 		       what, arg.policy.version, key_of(arg.policy.v2.master_key_identifier), key);
 }
 
-/* The names in directory @path, without "." and "..". */
-static int rp_list(const char *path, char ***names, size_t *n)
-{
-	struct dirent *de;
-	DIR *d = opendir(path);
-	int e;
-
-	*names = NULL;
-	*n = 0;
-	if (!d)
-		return -1;
-	for (;;) {
-		errno = 0;
-		de = readdir(d);
-		if (!de)
-			break;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		*names = realloc(*names, (*n + 1) * sizeof(**names));
-		if (!*names || !((*names)[*n] = strdup(de->d_name)))
-			lab_die("out of memory");
-		(*n)++;
-	}
-	e = errno;
-	closedir(d);
-	errno = e;
-	return e ? -1 : 0;
-}
-
-static void rp_list_free(char **names, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 /* The key step 1 found for the child @wt (-1: unknown). */
 static int rp_want_key(const struct rp_model *md, const struct rp_want *wt)
 {
@@ -1721,8 +1358,8 @@ static void rp_live_dir(struct rp_stats *st, struct rp_model *md, int k, const c
 	char cpath[PATH_MAX], what[96], buf[PATH_MAX];
 	struct rp_want *wt;
 	struct stat sb;
-	char **names;
-	size_t nw, nn, i, j;
+	struct lab_names names;
+	size_t nw, i, j;
 	ssize_t len;
 	int dkey = sdir_key[k], ckey, r, e, fd;
 
@@ -1731,18 +1368,19 @@ static void rp_live_dir(struct rp_stats *st, struct rp_model *md, int k, const c
 	if (dkey < 1)
 		return;		/* reported by step 1 */
 	rp_check_policy(st, path, dkey, what);
-	if (rp_list(path, &names, &nn)) {
+	if (lab_list_dir(path, &names)) {
 		rp_err(st, "%s: readdir %s: " LAB_ERR_FMT, what, path, LAB_ERR_ARGS(errno));
 		return;
 	}
 	wt = rp_wants(md, k, &nw);
-	for (i = 0; i < nn; i++) {
+	for (i = 0; i < names.n; i++) {
 		for (j = 0; j < nw; j++)
-			if (!strcmp(names[i], wt[j].name))
+			if (!strcmp(names.name[i], wt[j].name))
 				break;
 		if (j == nw)
 			rp_err(st, "%s: readdir lists \"%.40s%s\" (%zu bytes), which is no name of the model (garbage: a name under another key?)",
-			       what, names[i], strlen(names[i]) > 40 ? "..." : "", strlen(names[i]));
+			       what, names.name[i], strlen(names.name[i]) > 40 ? "..." : "",
+			       strlen(names.name[i]));
 		else if (wt[j].listed++)
 			rp_err(st, "%s: readdir lists %.40s twice", what, wt[j].name);
 	}
@@ -1808,7 +1446,7 @@ static void rp_live_dir(struct rp_stats *st, struct rp_model *md, int k, const c
 		}
 	}
 	free(wt);
-	rp_list_free(names, nn);
+	lab_names_free(&names);
 }
 
 /*
@@ -1818,27 +1456,28 @@ static void rp_live_dir(struct rp_stats *st, struct rp_model *md, int k, const c
 static void rp_check_nokey(struct rp_stats *st, const struct rp_model *md)
 {
 	struct rp_want *wt;
-	size_t nw, nn, i, j, need = 0;
-	char **names;
+	size_t nw, i, j, need = 0;
+	struct lab_names names;
 
-	if (rp_list(enc_path, &names, &nn)) {
+	if (lab_list_dir(enc_path, &names)) {
 		rp_err(st, "readdir %s without the keys: " LAB_ERR_FMT, enc_path, LAB_ERR_ARGS(errno));
 		return;
 	}
 	wt = rp_wants(md, 0, &nw);
 	for (j = 0; j < nw; j++)
 		need += !wt[j].optional;
-	for (i = 0; i < nn; i++)
+	for (i = 0; i < names.n; i++)
 		for (j = 0; j < nw; j++)
-			if (!strcmp(names[i], wt[j].name))
+			if (!strcmp(names.name[i], wt[j].name))
 				rp_err(st, "%s without the keys lists the plaintext name %.40s",
-				       enc_path, names[i]);
-	if (nn < need || nn > nw)
+				       enc_path, names.name[i]);
+	if (names.n < need || names.n > nw)
 		rp_err(st, "%s without the keys lists %zu names, the model has %zu to %zu", enc_path,
-		       nn, need, nw);
-	printf("powercut: without the keys: %zu no-key names in sv/enc, no plaintext one\n", nn);
+		       names.n, need, nw);
+	printf("powercut: without the keys: %zu no-key names in sv/enc, no plaintext one\n",
+	       names.n);
 	free(wt);
-	rp_list_free(names, nn);
+	lab_names_free(&names);
 }
 
 /* Every file the model requires has been compared; one that was not is lost. */
@@ -1880,9 +1519,9 @@ static void rp_selfcheck_corrupt(struct rp_log *log, struct rp_model *md)
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
-		for (k = log->n; k-- > 0;) {
+		for (k = log->scan.n; k-- > 0;) {
 			r = &log->r[k];
-			if (r->type != RP_T_INTENT || !md->done[r->seq] ||
+			if (r->type != PCUT_T_INTENT || !md->replay.done[r->seq] ||
 			    r->op != (pass ? RP_OP_CREATE : RP_OP_WRITE) ||
 			    !rp_live(md, r->file) || md->f[r->file]->pending ||
 			    (pass && !r->size))
@@ -1897,26 +1536,6 @@ static void rp_selfcheck_corrupt(struct rp_log *log, struct rp_model *md)
 		}
 	}
 	lab_die("--self-check: no committed write or create in the log to corrupt");
-}
-
-/* Count the error lines of `btrfs check`; 0 if it says it is clean. */
-static int rp_btrfs_check(void)
-{
-	char *out = NULL, *line, *save = NULL;
-	int st, n = 0;
-
-	st = lab_btrfs_check_output(dev, &out);
-	if (st == 0 && out && strstr(out, "no error found")) {
-		free(out);
-		return 0;
-	}
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save))
-		if ((strstr(line, "ERROR") || strstr(line, "error")) &&
-		    !strstr(line, "no error found"))
-			n++;
-	free(out);
-	return n ? n : 1;
 }
 
 static int rp_mount_keys(struct rp_stats *st)
@@ -1953,12 +1572,12 @@ static int rp_rerun(struct rp_stats *st, struct rp_model *md, const struct rp_wa
 		       why, LAB_ERR_ARGS(-r));
 		return -1;
 	}
-	printf("powercut: the rekey in flight run again: moved " RP_COUNTS_FMT " (%ld EBUSY retries)\n",
-	       RP_COUNTS_ARGS(a), busy);
+	printf("powercut: the rekey in flight run again: moved " LAB_REKEY_COUNTS_FMT " (%ld EBUSY retries)\n",
+	       LAB_REKEY_COUNTS_ARGS(a), busy);
 	if (a->nr_dirs != w1->dirs[kx] || a->nr_names != w1->names[kx] ||
 	    a->nr_symlinks != w1->syms[kx] || a->nr_files != w1->files[kx])
-		rp_err(st, "the rerun moved " RP_COUNTS_FMT "; the cut left %llu dirs (%llu names), %llu symlinks, %llu files under K%d",
-		       RP_COUNTS_ARGS(a), (unsigned long long)w1->dirs[kx],
+		rp_err(st, "the rerun moved " LAB_REKEY_COUNTS_FMT "; the cut left %llu dirs (%llu names), %llu symlinks, %llu files under K%d",
+		       LAB_REKEY_COUNTS_ARGS(a), (unsigned long long)w1->dirs[kx],
 		       (unsigned long long)w1->names[kx], (unsigned long long)w1->syms[kx],
 		       (unsigned long long)w1->files[kx], kx);
 	/* everything under Ky now, readable by path */
@@ -1972,9 +1591,9 @@ static int rp_rerun(struct rp_stats *st, struct rp_model *md, const struct rp_wa
 		rp_err(st, "the same rekey once more: %s: " LAB_ERR_FMT, why, LAB_ERR_ARGS(-r));
 		return 0;
 	}
-	if (again.nr_dirs || again.nr_names || again.nr_symlinks || again.nr_files) {
-		rp_err(st, "the same rekey once more moved " RP_COUNTS_FMT ", expected nothing",
-		       RP_COUNTS_ARGS(&again));
+	if (!lab_rekey_moved_nothing(&again)) {
+		rp_err(st, "the same rekey once more moved " LAB_REKEY_COUNTS_FMT ", expected nothing",
+		       LAB_REKEY_COUNTS_ARGS(&again));
 		return 0;
 	}
 	printf("powercut: the same rekey once more moves nothing\n");
@@ -2000,13 +1619,9 @@ static int rp_verify(int selfcheck)
 	memset(&rerun, 0, sizeof(rerun));
 	if (!lab_btrfs_progs_patched(what, sizeof(what)))
 		lab_skip("%s", what);
-	rp_log_open();
-	rp_log_read(&log);
-	if (!log.have_hdr) {
-		rp_host_line("powercut-verify: result=FAIL reason=no-log-header (no valid header in sector 0 of %s: the first boot's work did not get as far as its setup)",
-			     dev2);
+	log.r = pcut_log_verify_open(&plog, dev2, &log.hdr, &log.scan);
+	if (!log.scan.have_hdr)
 		return LAB_FAIL;
-	}
 	tree_seed = log.hdr.tree_seed;
 	rp_tree_make(tree_seed);
 	rp_model_build(&md, &log);
@@ -2019,11 +1634,11 @@ static int rp_verify(int selfcheck)
 	if (md.rekey)
 		ky = (int)md.rekey->to;
 	printf("powercut: log: %zu records in %llu slots (%llu without a valid record), %u boots, %llu operations durable, %llu not done, %llu in flight at the cut (%s); %llu records of another run ignored\n",
-	       log.n, (unsigned long long)log.end, (unsigned long long)log.holes, md.epochs,
-	       (unsigned long long)md.committed, (unsigned long long)md.aborted,
-	       (unsigned long long)md.pending,
+	       log.scan.n, (unsigned long long)log.scan.end, (unsigned long long)log.scan.holes,
+	       md.replay.epochs, (unsigned long long)md.replay.committed,
+	       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
 	       md.inflight ? rp_op_name[md.inflight->op] : "none",
-	       (unsigned long long)log.foreign);
+	       (unsigned long long)log.scan.foreign);
 	for (i = 1; i < RP_OP_MAX; i++)
 		printf("powercut:   %s: %llu durable\n", rp_op_name[i], (unsigned long long)md.ops[i]);
 	printf("powercut: the subvolume is under K%d%s\n", kx,
@@ -2032,7 +1647,7 @@ static int rp_verify(int selfcheck)
 	for (i = 1; i <= 2; i++)
 		if (memcmp(log.hdr.id[i], ids[i], FSCRYPT_KEY_IDENTIFIER_SIZE))
 			rp_err(&st, "the log header's identifier of K%u is not this program's", i);
-	lr = rp_log_root(dev);
+	lr = raw_btrfs_log_root(dev);
 	printf("powercut: superblock log_root %lld: %s\n", lr,
 	       lr > 0 ? "the mount replays the tree log" :
 	       lr == 0 ? "no tree log" : "unreadable");
@@ -2059,14 +1674,13 @@ static int rp_verify(int selfcheck)
 			/* a durable rekey run again moves nothing */
 			r = rp_rekey((int)md.last_rekey->from, (int)md.last_rekey->to, &again,
 				     &busy, &why);
-			idem = !r && !again.nr_dirs && !again.nr_names && !again.nr_symlinks &&
-			       !again.nr_files;
+			idem = !r && lab_rekey_moved_nothing(&again);
 			if (r)
 				rp_err(&st, "the last durable rekey run again: %s: " LAB_ERR_FMT, why,
 				       LAB_ERR_ARGS(-r));
 			else if (!idem)
-				rp_err(&st, "the last durable rekey run again moved " RP_COUNTS_FMT ", expected nothing",
-				       RP_COUNTS_ARGS(&again));
+				rp_err(&st, "the last durable rekey run again moved " LAB_REKEY_COUNTS_FMT ", expected nothing",
+				       LAB_REKEY_COUNTS_ARGS(&again));
 			else
 				printf("powercut: the last durable rekey (K%u to K%u) run again moves nothing\n",
 				       md.last_rekey->from, md.last_rekey->to);
@@ -2074,7 +1688,7 @@ static int rp_verify(int selfcheck)
 		if (lab_umount(mnt))
 			rp_err(&st, "umount %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
 	}
-	check_errors += rp_btrfs_check();
+	check_errors += lab_btrfs_check_errors(dev);
 	check_runs++;
 	printf("powercut: btrfs check --readonly: %s\n", check_errors ? "ERRORS (output above)" : "clean");
 
@@ -2085,7 +1699,7 @@ static int rp_verify(int selfcheck)
 			if (lab_umount(mnt))
 				rp_err(&st, "umount %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
 		}
-		r = rp_btrfs_check();
+		r = lab_btrfs_check_errors(dev);
 		check_errors += r;
 		check_runs++;
 		printf("powercut: btrfs check --readonly after the rerun: %s\n",
@@ -2097,20 +1711,20 @@ static int rp_verify(int selfcheck)
 			rp_err(&st, "control: no file had a byte to flip: nothing was compared");
 	}
 
-	rp_host_line("powercut-verify: result=%s epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu static_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=0 bytes_static=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=0 log_replay=%d check_runs=%d check_errors=%d rekeys_committed=%llu rekeys_in_flight=%d under=K%d rekey_to=%s inodes_old=%llu inodes_new=%llu eperm=%llu rerun=%llu/%llu/%llu/%llu again_moves_nothing=%d",
-		     st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS",
-		     md.epochs, log.n, (unsigned long long)md.committed,
-		     (unsigned long long)md.aborted, (unsigned long long)md.pending,
-		     (unsigned long long)log.holes, (unsigned long long)st.files,
-		     (unsigned long long)st.sfiles, (unsigned long long)st.checked,
-		     (unsigned long long)st.checked, (unsigned long long)st.checked_static,
-		     (unsigned long long)st.lost, (unsigned long long)st.wrong,
-		     (unsigned long long)st.errors, lr > 0, check_runs, check_errors,
-		     (unsigned long long)md.ops[RP_OP_REKEY], ky ? 1 : 0, kx,
-		     ky ? (ky == 1 ? "K1" : "K2") : "-",
-		     (unsigned long long)(w1.dirs[kx] + w1.syms[kx] + w1.files[kx]),
-		     (unsigned long long)(ky ? w1.dirs[ky] + w1.syms[ky] + w1.files[ky] : 0),
-		     (unsigned long long)st.eperm, RP_COUNTS_ARGS(&rerun), idem);
+	pcut_host_line("powercut-verify: result=%s epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu static_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=0 bytes_static=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=0 log_replay=%d check_runs=%d check_errors=%d rekeys_committed=%llu rekeys_in_flight=%d under=K%d rekey_to=%s inodes_old=%llu inodes_new=%llu eperm=%llu rerun=%llu/%llu/%llu/%llu again_moves_nothing=%d",
+		       st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS",
+		       md.replay.epochs, log.scan.n, (unsigned long long)md.replay.committed,
+		       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
+		       (unsigned long long)log.scan.holes, (unsigned long long)st.files,
+		       (unsigned long long)st.sfiles, (unsigned long long)st.checked,
+		       (unsigned long long)st.checked, (unsigned long long)st.checked_static,
+		       (unsigned long long)st.lost, (unsigned long long)st.wrong,
+		       (unsigned long long)st.errors, lr > 0, check_runs, check_errors,
+		       (unsigned long long)md.ops[RP_OP_REKEY], ky ? 1 : 0, kx,
+		       ky ? (ky == 1 ? "K1" : "K2") : "-",
+		       (unsigned long long)(w1.dirs[kx] + w1.syms[kx] + w1.files[kx]),
+		       (unsigned long long)(ky ? w1.dirs[ky] + w1.syms[ky] + w1.files[ky] : 0),
+		       (unsigned long long)st.eperm, LAB_REKEY_COUNTS_ARGS(&rerun), idem);
 	return st.lost || st.wrong || st.errors || check_errors ? LAB_FAIL : LAB_PASS;
 }
 
@@ -2154,20 +1768,12 @@ static LAB_PRINTF(1, 2) LAB_NORETURN void rp_fatal(const char *fmt, ...)
 
 static uint64_t rp_emit(struct rp_rec *r)
 {
-	static unsigned char sec[RP_REC] __attribute__((aligned(4096)));
 	uint64_t slot = next_slot++;
 
-	if (slot >= log_slots)
+	if (slot >= plog.slots)
 		rp_fatal("the log on %s is full (%llu slots): give it a bigger disk", dev2,
-			 (unsigned long long)log_slots);
-	r->magic = RP_REC_MAGIC;
-	r->run_id = hdr.run_id;
-	r->seq = slot;
-	r->epoch = epoch;
-	memset(sec, 0, sizeof(sec));
-	memcpy(sec, r, sizeof(*r));
-	rp_seal(sec);
-	if (rp_log_put(slot, sec))
+			 (unsigned long long)plog.slots);
+	if (pcut_log_emit(&plog, slot, hdr.run_id, epoch, r))
 		rp_fatal("writing log record %llu to %s: " LAB_ERR_FMT, (unsigned long long)slot,
 			 dev2, LAB_ERR_ARGS(errno));
 	return slot;
@@ -2175,7 +1781,7 @@ static uint64_t rp_emit(struct rp_rec *r)
 
 static void rp_intent(struct rp_rec *r)
 {
-	r->type = RP_T_INTENT;
+	r->type = PCUT_T_INTENT;
 	rp_emit(r);
 }
 
@@ -2184,7 +1790,7 @@ static void rp_commit(const struct rp_rec *in, const rp_rekey_args *a)
 	struct rp_rec c;
 
 	memset(&c, 0, sizeof(c));
-	c.type = RP_T_COMMIT;
+	c.type = PCUT_T_COMMIT;
 	c.ref = in->seq;
 	c.op = in->op;
 	c.file = in->file;
@@ -2282,8 +1888,8 @@ static void rp_do_rekey(const struct rp_rec *r, const rp_rekey_args *want, rp_re
 	cnt[C_REKEYS]++;
 	if (want && (a->nr_dirs != want->nr_dirs || a->nr_names != want->nr_names ||
 		     a->nr_symlinks != want->nr_symlinks || a->nr_files != want->nr_files))
-		rp_fatal("rekey of sv from K%u to K%u moved " RP_COUNTS_FMT ", the tree holds " RP_COUNTS_FMT,
-			 r->from, r->to, RP_COUNTS_ARGS(a), RP_COUNTS_ARGS(want));
+		rp_fatal("rekey of sv from K%u to K%u moved " LAB_REKEY_COUNTS_FMT ", the tree holds " LAB_REKEY_COUNTS_FMT,
+			 r->from, r->to, LAB_REKEY_COUNTS_ARGS(a), LAB_REKEY_COUNTS_ARGS(want));
 	cur_key = (int)r->to;
 }
 
@@ -2298,9 +1904,9 @@ static void rp_op_create(void)
 	memset(&r, 0, sizeof(r));
 	r.op = RP_OP_CREATE;
 	r.file = next_id++;
-	r.dir = rnd(RP_DIRS);
-	r.size = RP_CREATE_MIN + rnd(RP_CREATE_MAX - RP_CREATE_MIN + 1);
-	r.seed = rnd32();
+	r.dir = pcut_rnd(RP_DIRS);
+	r.size = RP_CREATE_MIN + pcut_rnd(RP_CREATE_MAX - RP_CREATE_MIN + 1);
+	r.seed = pcut_rnd32();
 	rp_intent(&r);
 	rp_do_create(&r, 0);
 	rp_commit(&r, NULL);
@@ -2319,25 +1925,25 @@ static void rp_op_write(struct rp_wfile *f)
 	memset(&r, 0, sizeof(r));
 	r.op = RP_OP_WRITE;
 	r.file = f->id;
-	r.npieces = 1 + rnd(RP_MAX_PIECES);
-	r.flags = rnd(4) == 0 ? RP_F_DATASYNC : 0;
+	r.npieces = 1 + pcut_rnd(RP_MAX_PIECES);
+	r.flags = pcut_rnd(4) == 0 ? RP_F_DATASYNC : 0;
 	for (i = 0; i < r.npieces; i++) {
 		p = &r.p[i];
-		k = rnd(3);
-		p->len = 1 + rnd(RP_PIECE_MAX);
+		k = pcut_rnd(3);
+		p->len = 1 + pcut_rnd(RP_PIECE_MAX);
 		if (k == 0) {			/* append */
 			p->off = size;
 		} else if (k == 1) {		/* overwrite, anywhere */
-			p->off = rnd(size ? size : 1);
+			p->off = pcut_rnd(size ? size : 1);
 		} else {			/* whole blocks */
-			p->off = rnd(size / 4096 + 1) * 4096;
-			p->len = 4096 * (1 + rnd(4));
+			p->off = pcut_rnd(size / 4096 + 1) * 4096;
+			p->len = 4096 * (1 + pcut_rnd(4));
 		}
 		if (p->off >= RP_FMAX)
 			p->off = RP_FMAX - 4096;
 		if (p->len > RP_FMAX - p->off)
 			p->len = RP_FMAX - p->off;
-		p->seed = rnd32();
+		p->seed = pcut_rnd32();
 		if (p->off + p->len > size)
 			size = p->off + p->len;
 	}
@@ -2409,14 +2015,14 @@ static LAB_NORETURN void rp_loop(void)
 
 	for (;;) {
 		/* (a) the writers' turn: each file opened, written, synced, closed */
-		n = 1 + rnd(3);
+		n = 1 + pcut_rnd(3);
 		for (i = 0; i < n; i++) {
 			if (nwf < RP_WFILES) {
 				rp_op_create();
 				continue;
 			}
-			f = &wf[rnd((uint32_t)nwf)];
-			if (f->size > RP_FMAX - RP_MAX_PIECES * RP_PIECE_MAX || rnd(100) < 12)
+			f = &wf[pcut_rnd((uint32_t)nwf)];
+			if (f->size > RP_FMAX - RP_MAX_PIECES * RP_PIECE_MAX || pcut_rnd(100) < 12)
 				rp_op_unlink(f);
 			else
 				rp_op_write(f);
@@ -2435,19 +2041,15 @@ static LAB_NORETURN void rp_loop(void)
 /* Does the kernel know the rekey ioctl?  (flags 1 must be EINVAL.) */
 static void rp_probe_rekey(void)
 {
+	struct fscrypt_policy_v2 p;
 	rp_rekey_args a;
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r, e;
+	int r, e;
 
-	if (fd < 0)
-		lab_die("open %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
-	memset(&a, 0, sizeof(a));
+	lab_default_policy(&p, ids[2]);
+	lab_rekey_args(&a, "sv", ids[1], &p);
 	a.flags = 1;
-	lab_default_policy(&a.to, ids[2]);
-	memcpy(a.from, ids[1], FSCRYPT_KEY_IDENTIFIER_SIZE);
-	snprintf(a.name, sizeof(a.name), "sv");
-	r = ioctl(fd, RP_IOC_REKEY, &a);
+	r = lab_rekey_at(mnt, &a);
 	e = errno;
-	close(fd);
 	if (r == 0)
 		lab_die("a rekey with flags 1 succeeded");
 	if (e == ENOTTY)
@@ -2463,7 +2065,6 @@ static void rp_mkfs(uint32_t seed)
 		.name = "btrfs",
 		.mkfs_cmd = "mkfs.btrfs -q -f",
 	};
-	static unsigned char sec[RP_REC] __attribute__((aligned(4096)));
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	char why[256], path[PATH_MAX];
 	unsigned char *buf;
@@ -2474,11 +2075,7 @@ static void rp_mkfs(uint32_t seed)
 			 LAB_BTRFS_EXTENT_KEYS_FEATURE);
 	if (!lab_btrfs_progs_patched(why, sizeof(why)))
 		lab_skip("%s", why);
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.magic = RP_HDR_MAGIC;
-	hdr.version = RP_HDR_VERSION;
-	hdr.seed = seed;
-	lab_random(&hdr.run_id, sizeof(hdr.run_id));
+	pcut_log_hdr_init(&plog, &hdr, seed);
 	lab_random(&hdr.tree_seed, sizeof(hdr.tree_seed));
 	tree_seed = hdr.tree_seed;
 	lab_fscrypt_fs_setup(&fs, dev, mnt, NULL, mk[1], sizeof(mk[1]), id);
@@ -2521,13 +2118,10 @@ static void rp_mkfs(uint32_t seed)
 	free(buf);
 	if (syncfs(mnt_fd))
 		lab_die("syncfs: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	memset(sec, 0, sizeof(sec));
-	memcpy(sec, &hdr, sizeof(hdr));
-	rp_seal(sec);
-	if (rp_log_put(0, sec))
+	if (pcut_log_put(&plog, 0, &hdr, sizeof(hdr)))
 		lab_die("writing the log header to %s: " LAB_ERR_FMT, dev2, LAB_ERR_ARGS(errno));
 	printf("powercut: new filesystem on %s, run %016llx, log on %s (%llu slots); sv/enc under K1 with %d directories, %d files and %d symlinks\n",
-	       dev, (unsigned long long)hdr.run_id, dev2, (unsigned long long)log_slots,
+	       dev, (unsigned long long)hdr.run_id, dev2, (unsigned long long)plog.slots,
 	       RP_DIRS, RP_DIRS * RP_NFILE, RP_DIRS * RP_NLINK);
 }
 
@@ -2570,7 +2164,8 @@ static void rp_redo(const struct rp_model *md)
 		break;
 	case RP_OP_REKEY:
 		rp_do_rekey(r, NULL, &a);
-		printf("powercut: the rekey run again moved " RP_COUNTS_FMT "\n", RP_COUNTS_ARGS(&a));
+		printf("powercut: the rekey run again moved " LAB_REKEY_COUNTS_FMT "\n",
+		       LAB_REKEY_COUNTS_ARGS(&a));
 		break;
 	}
 	rp_commit(r, r->op == RP_OP_REKEY ? &a : NULL);
@@ -2583,14 +2178,14 @@ static int rp_work(uint32_t seed, uint32_t cut, int first)
 	struct rp_rec er;
 	uint32_t i;
 
-	rp_log_open();
+	pcut_log_open(&plog, dev2);
 	if (first) {
 		rp_mkfs(seed);
 		next_slot = 1;
 		epoch = 1;
 	} else {
-		rp_log_read(&log);
-		if (!log.have_hdr)
+		log.r = pcut_log_read(&plog, &log.hdr, &log.scan);
+		if (!log.scan.have_hdr)
 			lab_die("no log header on %s: the first boot (work --mkfs) must come first", dev2);
 		hdr = log.hdr;
 		tree_seed = hdr.tree_seed;
@@ -2598,8 +2193,8 @@ static int rp_work(uint32_t seed, uint32_t cut, int first)
 		rp_model_build(&md, &log);
 		if (md.bad)
 			lab_die("the log is inconsistent (%llu errors above)", (unsigned long long)md.bad);
-		epoch = md.last_epoch + 1;
-		next_slot = log.end;
+		epoch = md.replay.last_epoch + 1;
+		next_slot = log.scan.end;
 		cur_key = md.key;
 		if (lab_mount(dev, mnt, "btrfs", NULL))
 			lab_die("cannot mount %s", dev);
@@ -2619,7 +2214,7 @@ static int rp_work(uint32_t seed, uint32_t cut, int first)
 		}
 	}
 	memset(&er, 0, sizeof(er));
-	er.type = RP_T_EPOCH;
+	er.type = PCUT_T_EPOCH;
 	er.seed = seed;
 	er.file = cut;
 	rp_emit(&er);
@@ -2629,23 +2224,14 @@ static int rp_work(uint32_t seed, uint32_t cut, int first)
 		rp_redo(&md);
 		rp_model_free(&md);
 	}
-	rng_init(seed, epoch);
+	pcut_rng_init(seed, epoch, 0x5a);
 	fflush(NULL);
-	rp_host_line("powercut: working (boot %u, cut %u)", epoch, cut);
+	pcut_host_line("powercut: working (boot %u, cut %u)", epoch, cut);
 	rp_loop();
-}
-
-static LAB_NORETURN void usage(const char *prog)
-{
-	lab_die("usage: %s work SEED CUT [--mkfs] | verify [--self-check]  (run by tests/run-powercut.sh with POWERCUT_BIN naming it, one boot per cut)",
-		prog);
 }
 
 int main(int argc, char **argv)
 {
-	char *end;
-	unsigned long seed, cut;
-
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	dev = lab_env("SCRATCH_DEV");
 	dev2 = lab_env("SCRATCH_DEV2");
@@ -2653,19 +2239,5 @@ int main(int argc, char **argv)
 	PATHF(sv_path, "%s/sv", mnt);
 	PATHF(enc_path, "%s/enc", sv_path);
 	rp_keys_init();
-	if (argc >= 2 && !strcmp(argv[1], "verify")) {
-		if (argc > 3 || (argc == 3 && strcmp(argv[2], "--self-check")))
-			usage(argv[0]);
-		return rp_verify(argc == 3);
-	}
-	if (argc < 4 || argc > 5 || strcmp(argv[1], "work") ||
-	    (argc == 5 && strcmp(argv[4], "--mkfs")))
-		usage(argv[0]);
-	seed = strtoul(argv[2], &end, 0);
-	if (*end)
-		usage(argv[0]);
-	cut = strtoul(argv[3], &end, 0);
-	if (*end)
-		usage(argv[0]);
-	return rp_work((uint32_t)seed, (uint32_t)cut, argc == 5);
+	return pcut_main(argc, argv, rp_verify, rp_work);
 }

@@ -10,15 +10,7 @@
 
 # The points, as given (each a number, none twice); fails on anything else.
 group_sizes() {
-	local n seen=" "
-	for n in $GROUP_SIZES; do
-		case $n in '' | *[!0-9]*) echo "bench: GROUP_SIZES: '$n' is not a number of extents per key (0: no bound)" >&2; return 1 ;; esac
-		n=$((10#$n))
-		case $seen in *" $n "*) echo "bench: GROUP_SIZES: $n twice" >&2; return 1 ;; esac
-		seen+="$n "
-		echo "$n"
-	done
-	[ "$seen" != " " ] || { echo "bench: GROUP_SIZES is empty" >&2; return 1; }
+	bench_points GROUP_SIZES "a number of extents per key (0: no bound)"
 }
 
 wl_phases() {

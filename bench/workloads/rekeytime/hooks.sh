@@ -9,16 +9,12 @@
 # The points, as given (each a number of names from 1 on, none twice);
 # fails on anything else.
 rekey_points() {
-	local n seen=" "
-	for n in $REKEY_NAMES; do
-		case $n in '' | *[!0-9]*) echo "bench: REKEY_NAMES: '$n' is not a number of names" >&2; return 1 ;; esac
-		n=$((10#$n))
+	local n pts
+	pts=$(bench_points REKEY_NAMES "a number of names") || return 1
+	for n in $pts; do
 		[ "$n" -ge 1 ] || { echo "bench: REKEY_NAMES: $n names: nothing to rekey" >&2; return 1; }
-		case $seen in *" $n "*) echo "bench: REKEY_NAMES: $n twice" >&2; return 1 ;; esac
-		seen+="$n "
-		echo "$n"
 	done
-	[ "$seen" != " " ] || { echo "bench: REKEY_NAMES is empty" >&2; return 1; }
+	echo "$pts"
 }
 
 wl_phases() {
@@ -46,34 +42,10 @@ rt_last_file() { # mnt n
 	printf '%s/rk-n%s/d/dir-%04d/file-%06d\n' "$1" "$2" $(( ($2 - 1) / REKEY_DIR_NAMES )) $(( $2 - 1 ))
 }
 
-# Per-extent keys on btrfs only, and the kernel must have the rekey ioctl:
-# a small subvolume is rekeyed from K1 to K2 for real, then deleted.
+# Per-extent keys on btrfs only, and the kernel must have the rekey ioctl
+# (bench/guest/lib.sh rekey_probe).
 wl_probe() { # mnt
-	local mnt=$1 mode fs err rc sv=$1/.rekey-probe
-	mode=$(arm_key_mode "$ARM") fs=$(arm_fs "$ARM")
-	case $fs:$mode in
-	btrfs:per-extent | btrfs:per-extent-key) ;;
-	*:none)
-		echo "$ARM is unencrypted: nothing to rekey (BTRFS_IOC_FSCRYPT_REKEY moves an encrypted btrfs subvolume to another master key)"
-		return 3 ;;
-	btrfs:per-inode)
-		echo "$ARM cannot rekey: the kernel refuses a subvolume holding per-inode-key files (EOPNOTSUPP: they cannot write new extents under another key); only per-extent keys can"
-		return 3 ;;
-	*)
-		echo "$fs has neither subvolumes nor a rekey ioctl (BTRFS_IOC_FSCRYPT_REKEY is btrfs's; $ARM is $mode on $fs)"
-		return 3 ;;
-	esac
-	btrfs -q subvolume create "$sv" || return 1
-	mkdir "$sv/d" && fscrypt_setup "$mnt" "$sv/d" >/dev/null && echo probe >"$sv/d/f" || return 1
-	sync
-	err=$(fscrypt_setup rekey "$sv" "$sv/d" 1 2 2>&1)
-	rc=$?
-	btrfs -q subvolume delete "$sv" >/dev/null 2>&1
-	case $rc in
-	0) return 0 ;;
-	3) echo "this kernel cannot rekey a subvolume: ${err//$'\n'/ }"; return 3 ;;
-	*) echo "the probe's rekey failed: ${err//$'\n'/ }"; return 1 ;;
-	esac
+	rekey_probe "$1"
 }
 
 # Point N's subvolume: d under K1, its directories, N empty files (one
