@@ -2058,6 +2058,13 @@ static void rp_probe_rekey(void)
 		lab_die("a rekey with flags 1: " LAB_ERR_FMT ", expected EINVAL", LAB_ERR_ARGS(e));
 }
 
+/*
+ * The workload's mounts commit every second: a rekey commits only at its
+ * end, so without periodic commits a cut would nearly always find the whole
+ * rekey lost, and the verifier would rarely see a tree half moved.
+ */
+#define RP_WORK_OPTS "commit=1"
+
 /* First boot: mkfs, sv, sv/enc with the policy of K1, the static tree, the header. */
 static void rp_mkfs(uint32_t seed)
 {
@@ -2078,7 +2085,7 @@ static void rp_mkfs(uint32_t seed)
 	pcut_log_hdr_init(&plog, &hdr, seed);
 	lab_random(&hdr.tree_seed, sizeof(hdr.tree_seed));
 	tree_seed = hdr.tree_seed;
-	lab_fscrypt_fs_setup(&fs, dev, mnt, NULL, mk[1], sizeof(mk[1]), id);
+	lab_fscrypt_fs_setup(&fs, dev, mnt, RP_WORK_OPTS, mk[1], sizeof(mk[1]), id);
 	if (memcmp(id, ids[1], sizeof(id)))
 		lab_die("K1's identifier from the kernel is not the reference one");
 	if (lab_add_key(mnt, key_seed[2], id) || memcmp(id, ids[2], sizeof(id)))
@@ -2196,7 +2203,7 @@ static int rp_work(uint32_t seed, uint32_t cut, int first)
 		epoch = md.replay.last_epoch + 1;
 		next_slot = log.scan.end;
 		cur_key = md.key;
-		if (lab_mount(dev, mnt, "btrfs", NULL))
+		if (lab_mount(dev, mnt, "btrfs", RP_WORK_OPTS))
 			lab_die("cannot mount %s", dev);
 		if (rp_add_keys())
 			lab_die("adding K1 and K2");
