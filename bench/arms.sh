@@ -16,9 +16,12 @@
 #   TUNING                shell command after mounting (@DEV@: the device name)
 #   REFERENCE, COMPARISON the reference arm of this one and what A/B tells
 #   COMPARISON_ORDER      the order of the comparisons in the report (1: main)
-#   DEFAULT               0: run only when named in ARMS (lab-only prototypes);
-#                         every other arm is in DEFAULT_ARMS, what a run
-#                         without ARMS runs
+#   DEFAULT               0: run only when named in ARMS or in the
+#                         workload's WORKLOAD_ARMS (lab-only prototypes, and
+#                         arms of one workload: the compressed ones of
+#                         compressible); every other arm is in DEFAULT_ARMS,
+#                         what a run without ARMS runs unless the workload
+#                         names its own arms
 # Sourced by bench/guest/run (in the guest: /job/bench/arms.sh with
 # /job/bench/arms/) and bench/run-bench.sh (arm names only). ARM_FEATURE_ROOT
 # prefixes the feature files (tests/host/bench-workloads.sh).

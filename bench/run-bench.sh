@@ -32,7 +32,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/arms.sh"
 workload=${1:-}
 REPS=${REPS:-5}
-ARMS=${ARMS:-$DEFAULT_ARMS}
+# Without ARMS: the workload's own arms (WORKLOAD_ARMS in its
+# workload.conf, e.g. compressible's compressed arms), else DEFAULT_ARMS.
+workload_arms() { # workload
+	# shellcheck source=/dev/null # tests/host/bench-workloads.sh loads each one
+	(. "$top/bench/workloads/$1/workload.conf" 2>/dev/null && echo "${WORKLOAD_ARMS:-}")
+}
+wl_arms=""
+[ -f "$top/bench/workloads/$workload/workload.conf" ] && wl_arms=$(workload_arms "$workload")
+ARMS=${ARMS:-${wl_arms:-$DEFAULT_ARMS}}
 ARMS=${ARMS//,/ }	# "a,b" and "a b" both work
 PROFILE=${PROFILE:-1}
 # once: prepare each arm's files once and restore the prepared filesystem
@@ -68,11 +76,19 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
 	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [REKEY_NAMES=\"1000 10000 100000\" (rekeytime)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
-	[ "$workload" = list ] && exit 0
+	if [ "$workload" = list ]; then
+		echo "bench: arms: $ALL_ARMS" >&2
+		echo "bench: without ARMS: $DEFAULT_ARMS, except in the workloads that name their own:" >&2
+		for w in $(available); do
+			a=$(workload_arms "$w")
+			[ -z "$a" ] || echo "bench:   $w: $a" >&2
+		done
+		exit 0
+	fi
 	exit 2
 fi
 for a in $ARMS; do
-	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS; without ARMS: $DEFAULT_ARMS)"
+	valid_arm "$a" || die "unknown arm '$a' in ARMS (arms: $ALL_ARMS; without ARMS: ${wl_arms:-$DEFAULT_ARMS})"
 done
 case $REPS in '' | *[!0-9]* | 0) die "REPS must be a positive number, not '$REPS'" ;; esac
 case $PREP in once | each) ;; *) die "PREP must be once or each, not '$PREP'" ;; esac

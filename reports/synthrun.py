@@ -4,7 +4,7 @@ outputs in the raw run format (reports/README.md), nothing measured.
     /usr/bin/python3 -m reports.synthrun RUN_DIR [--seed N] [--reps N]
         [--scale ARM=FACTOR ...] [--cpu-scale ARM=FACTOR ...] [--skip a,b]
         [--scaling-phases] [--groupsweep] [--rekey] [--rekeytime]
-        [--extras] [--no-cpu] [--format2] [--arms-dir DIR]
+        [--compressible] [--extras] [--no-cpu] [--format2] [--arms-dir DIR]
 
 The run is of the current format (runmodel.FORMAT): its meta.json has the
 spec collect() writes (runmodel.build_spec of the arm files of --arms-dir,
@@ -24,7 +24,10 @@ and count passes; --rekey the rekey workload's phases (btrfs-extent and
 btrfs-extent-key only) with exactly known twokeys / onekey ratios, count
 passes and the preparation's rekey; --rekeytime the rekeytime workload's
 command phases rekey-n1000 and rekey-n10000 (no fio phase) with exactly
-known times.
+known times; --compressible the compressible workload's phases on its
+compressed arms and the uncompressed btrfs ones (its spec has every arm
+file, as a job ships them) with exactly known speeds and CPU costs, and
+each arm's bytes on disk (raw/<arm>/disk-bytes.tsv).
 """
 import argparse
 import gzip
@@ -38,12 +41,14 @@ from reports import runmodel as M
 
 # made-up relative throughput of each arm (btrfs-inode = 1)
 SPEED = {"btrfs-extent": 0.985, "btrfs-extent-key": 0.77, "btrfs-inode": 1.0,
-         "btrfs-plain": 1.10, "ext4-inode": 1.05, "ext4-plain": 1.15}
+         "btrfs-plain": 1.10, "ext4-inode": 1.05, "ext4-plain": 1.15,
+         "btrfs-extent-zstd": 0.90, "btrfs-plain-zstd": 0.95}
 # made-up relative CPU cost per MiB of each arm (btrfs-inode = 1), and the
 # CPU seconds per MiB of btrfs-inode per phase kind
 CPU_COST = {"btrfs-extent": 1.01, "btrfs-extent-key": 1.25,
             "btrfs-inode": 1.0, "btrfs-plain": 0.6, "ext4-inode": 0.9,
-            "ext4-plain": 0.5}
+            "ext4-plain": 0.5, "btrfs-extent-zstd": 1.3,
+            "btrfs-plain-zstd": 1.1}
 CPU_S_PER_MIB = {"seqread": 0.004, "randread": 0.02, "randwrite": 0.03}
 USER_HZ = 100
 # rekey: the arms that can rekey, and the throughput of twokeys over onekey
@@ -53,6 +58,42 @@ REKEY_READS = {"seqread": 544, "randread": 4096}
 # rekeytime: ns per name moved (rep R: x (1 + 0.01 R)), points N
 REKEYTIME_NS = {"btrfs-extent": 20000, "btrfs-extent-key": 22000}
 REKEYTIME_POINTS = (1000, 10000)
+# compressible: the arms of a run, and the file's bytes on disk of each
+# (file size 64 MiB; compsize could not read the encrypted file)
+COMP_FILE = 67108864
+COMP_DISK = {"btrfs-extent-zstd": 25772032, "btrfs-plain-zstd": 25690112,
+             "btrfs-extent": COMP_FILE, "btrfs-plain": COMP_FILE}
+
+
+def compressible_extras(run_dir, measured):
+    """raw/<arm>/disk-bytes.tsv of the compressible workload's arms, as
+    bench/workloads/compressible/hooks.sh writes it: 1024 extents of 64
+    KiB, all compressed on the zstd arms; compsize's numbers on the
+    unencrypted arms, its error on the encrypted ones."""
+    for arm in measured:
+        disk = COMP_DISK[arm]
+        zstd = arm.endswith("-zstd")
+        lines = [("file_bytes", COMP_FILE),
+                 ("mount_compress", "zstd:3" if zstd else "none"),
+                 ("bytes_source", "btrfs inspect-internal dump-tree -t 5"),
+                 ("referenced_bytes", COMP_FILE),
+                 ("uncompressed_bytes", COMP_FILE), ("disk_bytes", disk),
+                 ("extents", 1024), ("extent_refs", 1024),
+                 ("compressed_extents", 1024 if zstd else 0),
+                 ("compressed_disk_bytes", disk if zstd else 0),
+                 ("compressed_uncompressed_bytes", COMP_FILE if zstd else 0),
+                 ("inline_extents", 0), ("compressed_inline_extents", 0)]
+        if arm.startswith("btrfs-extent"):
+            lines.append(("compsize_error", "/m/bench/comp: Regular "
+                          "extent's header not 53 bytes (93) long?!?"))
+        else:
+            lines += [("compsize_disk_bytes", disk),
+                      ("compsize_uncompressed_bytes", COMP_FILE),
+                      ("compsize_referenced_bytes", COMP_FILE)]
+        d = os.path.join(run_dir, "raw", arm)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "disk-bytes.tsv"), "w") as fh:
+            fh.writelines(f"{k}\t{v}\n" for k, v in lines)
 
 
 def arm_facts(specs, arm, fs, mkfs, enc, i):
@@ -146,7 +187,7 @@ def rekeytime_results(run_dir, measured, reps):
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              scaling_phases=False, extras=False, groupsweep=False,
              cpu=True, cpu_scale=(), format2=False, arms_dir=None,
-             rekey=False, rekeytime=False):
+             rekey=False, rekeytime=False, compressible=False):
     """Write a synthetic RUN_DIR (see the module docstring)."""
     a = argparse.Namespace(run_dir=run_dir, seed=seed, reps=reps,
                            scale=list(scale), skip=skip,
@@ -164,8 +205,14 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     # prototypes)
     specs = {a: spec for a, spec in M.read_arm_specs(arms_dir).items()
              if spec.get("DEFAULT") != "0"}
-    ARMS = {a: (spec["FS"], spec["MKFS"], spec.get("ENCRYPTED") == "1",
-                SPEED[a]) for a, spec in specs.items()}
+    names = list(specs)
+    if compressible:
+        # every arm file in the spec, as a job ships them; the run's arms
+        # are the workload's compressed ones and the uncompressed btrfs ones
+        specs = M.read_arm_specs(arms_dir)
+        names = [x for x in specs if x in COMP_DISK]
+    ARMS = {x: (specs[x]["FS"], specs[x]["MKFS"],
+                specs[x].get("ENCRYPTED") == "1", SPEED[x]) for x in names}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
               "randwrite": ("write", 4e6, 4096)}
     if a.scaling_phases:
@@ -186,7 +233,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     if rekeytime:
         PHASES = {}
         skip |= {x for x in ARMS if x not in REKEYTIME_NS}
-    exact = a.scaling_phases or a.groupsweep or rekey
+    exact = a.scaling_phases or a.groupsweep or rekey or compressible
     PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
             "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
             "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
@@ -338,6 +385,15 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             for n in REKEYTIME_POINTS]
         meta["jobfiles"] = {}
         rekeytime_results(a.run_dir, measured, a.reps)
+    if compressible:
+        meta["workload"] = "compressible"
+        meta["profile_phase"] = "seqread"
+        meta["min_extents"] = 960
+        meta["extent_checks"] = [
+            {"arm": arm, "rep": rep, "label": "comp", "extents": 1024,
+             "shared": 0, "min": 960, "max": None, "path": "/m/bench/comp"}
+            for arm in measured for rep in range(1, a.reps + 1)]
+        compressible_extras(a.run_dir, measured)
     if a.extras:
         meta["extent_counts"] = {arm: [16400 + r for r in range(a.reps)]
                                  for arm in measured}
@@ -466,6 +522,9 @@ def main(argv=None):
                          "btrfs-extent-key; others skipped), count passes")
     ap.add_argument("--rekeytime", action="store_true",
                     help="the rekeytime workload's command phases (no fio)")
+    ap.add_argument("--compressible", action="store_true",
+                    help="the compressible workload's phases on its arms "
+                         "and the uncompressed btrfs ones, bytes on disk")
     ap.add_argument("--extras", action="store_true",
                     help="also profiles/, scaling.json, extent_counts")
     ap.add_argument("--cpu-scale", action="append", default=[],
@@ -481,7 +540,8 @@ def main(argv=None):
     make_run(a.run_dir, a.seed, a.reps, a.scale, a.skip, a.scaling_phases,
              a.extras, a.groupsweep, cpu=not a.no_cpu,
              cpu_scale=a.cpu_scale, format2=a.format2,
-             arms_dir=a.arms_dir, rekey=a.rekey, rekeytime=a.rekeytime)
+             arms_dir=a.arms_dir, rekey=a.rekey, rekeytime=a.rekeytime,
+             compressible=a.compressible)
 
 
 if __name__ == "__main__":

@@ -241,7 +241,8 @@ class Collect(unittest.TestCase):
         # the job's arm files, in their order, with the comparisons
         self.assertEqual(spec["arm_order"], [
             "btrfs-extent", "btrfs-extent-key", "btrfs-inode", "btrfs-plain",
-            "ext4-inode", "ext4-plain", "btrfs-extent-ctxitem"])
+            "ext4-inode", "ext4-plain", "btrfs-extent-ctxitem",
+            "btrfs-extent-zstd", "btrfs-plain-zstd"])
         self.assertEqual([(c["a"], c["b"]) for c in spec["comparisons"][:2]],
                          [("btrfs-extent", "btrfs-inode"),
                           ("btrfs-extent-key", "btrfs-inode")])
@@ -299,7 +300,9 @@ class Collect(unittest.TestCase):
         self.assertEqual(list(specs), ["btrfs-extent", "btrfs-extent-key",
                                        "btrfs-inode", "btrfs-plain",
                                        "ext4-inode", "ext4-plain",
-                                       "btrfs-extent-ctxitem"])
+                                       "btrfs-extent-ctxitem",
+                                       "btrfs-extent-zstd",
+                                       "btrfs-plain-zstd"])
         # a prototype arm runs only when named
         self.assertEqual(specs["btrfs-extent-ctxitem"]["DEFAULT"], "0")
         self.assertEqual(specs["btrfs-inode"]["MOUNT_OPTS"],
