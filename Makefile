@@ -30,7 +30,7 @@ APT_KERNEL := linux-source-$(BASE) bc flex bison libelf-dev libssl-dev dwarves \
 	cpio ccache gcc make git xz-utils python3-ply python3-git
 APT_IMAGE := debootstrap e2fsprogs
 APT_VM := qemu-system-x86 qemu-utils
-APT_TESTS := gcc make libssl-dev
+APT_TESTS := gcc make libssl-dev zlib1g-dev libzstd-dev liblzo2-dev
 # btrfs-progs from Debian's source (patches/progs.sh): dpkg-source for
 # apt-get source, autogen.sh's tools, and the static libraries it links.
 APT_PROGS := dpkg-dev autoconf automake pkg-config gcc make git ccache \

@@ -14,7 +14,8 @@
  *    appended to under both, a per-inode-key file
  *    (`remount,fscrypt_per_inode_keys`), short and 255-byte encrypted
  *    names, a subdirectory of long names, an empty file, two symlinks, a
- *    reflinked copy (FICLONE) and a partial one (FICLONERANGE); a
+ *    reflinked copy (FICLONE) and a partial one (FICLONERANGE);
+ *    compressed files (zstd, lzo; on a kernel with encrypt_compress); a
  *    directory of a second master key whose file is partly reflinked into
  *    a file of the first (sv then records both keys, key type 47; the
  *    walks with the key add both); a snapshot
@@ -406,11 +407,10 @@ static struct mfile *model_get(const char *path)
 }
 
 /* Write @len bytes of pattern @pseed at @off of @rel (created if needed). */
-static void put(const char *rel, size_t off, size_t len, uint32_t pseed,
-		int do_fsync)
+static void put_buf(const char *rel, size_t off, size_t len,
+		    unsigned char *buf, int do_fsync)
 {
 	struct mfile *m = model_get(rel);
-	unsigned char *buf = lab_pattern(len, pseed);
 	char path[PATH_MAX];
 	int fd;
 
@@ -430,6 +430,25 @@ static void put(const char *rel, size_t off, size_t len, uint32_t pseed,
 	}
 	memcpy(m->data + off, buf, len);
 	free(buf);
+}
+
+static void put(const char *rel, size_t off, size_t len, uint32_t pseed,
+		int do_fsync)
+{
+	put_buf(rel, off, len, lab_pattern(len, pseed), do_fsync);
+}
+
+/* As put(), with data that compresses: 1 KiB of pattern per 4 KiB. */
+static void put_compressible(const char *rel, size_t off, size_t len,
+			     uint32_t pseed)
+{
+	unsigned char *buf = lab_pattern(len, pseed);
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (i % 4096 >= 1024)
+			buf[i] = 0;
+	put_buf(rel, off, len, buf, 1);
 }
 
 static void make_symlink(const char *target, const char *rel)
@@ -605,6 +624,15 @@ static void make_pristine(void)
 	put("sv/enc/a", 24576, 4096, 0xb003, 1);
 	commit();
 	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
+	/* compressed extents (zstd, lzo), if encrypted files compress */
+	if (access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0) {
+		remount("compress-force=zstd");
+		put_compressible("sv/enc/zstd", 0, 262144, 0xf001);
+		remount("compress-force=lzo");
+		put_compressible("sv/enc/lzo", 0, 131072, 0xf002);
+		commit();
+		remount("compress=no");
+	}
 	PATHF(rel, "%s/sv", mnt);
 	fd = open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)

@@ -7,11 +7,14 @@
  *            long names, and fscrypt's policy rules on link and rename;
  *  data:     mmap writes, partial-block writes, truncate, hole punching,
  *            fallocate, O_DIRECT (falls back to buffered), no inline extents,
- *            no compression even with compress-force;
+ *            compression with compress-force exactly when the kernel
+ *            advertises encrypt_compress (btrfs_fscrypt_compress tests it
+ *            in depth), none before;
  *  refusals: reflink/dedupe (EINVAL across encrypted and plain;
  *            EOPNOTSUPP whenever a file with per-inode keys is involved),
- *            chattr +c, fs-verity, encoded read, send, subvolumes and
- *            snapshots inside encrypted directories;
+ *            chattr +c (only without encrypt_compress), fs-verity, encoded
+ *            read, send, subvolumes and snapshots inside encrypted
+ *            directories;
  *  sharing:  with per-extent keys (the default when the kernel advertises
  *            them), reflink and dedupe between encrypted files and within
  *            one, checked by content on both sides and by FIEMAP's SHARED
@@ -37,6 +40,7 @@
  *            on a fresh mount and after each remount that switches it.
  */
 #include "btrfs_progs.h"
+#include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 #include "rawdev.h"
@@ -259,9 +263,13 @@ out:
 	free(part);
 }
 
-/* compress-force must not compress encrypted data */
-static void test_no_compression(void)
+/*
+ * compress-force compresses encrypted data exactly when the kernel says it
+ * does (encrypt_compress); before, it was silently stored uncompressed.
+ */
+static void test_compression(void)
 {
+	const int compress = access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0;
 	unsigned char *buf = lab_xmalloc(64 * BLK);
 	char f[PATH_MAX];
 	unsigned int flags;
@@ -275,8 +283,10 @@ static void test_no_compression(void)
 	CHECK_OK(write_file(f, buf, 64 * BLK), "create %s", f);
 	n = fiemap_flags_all(f, &flags);
 	if (CHECK(n >= 1, "FIEMAP %s: %d extents", f, n))
-		CHECK(!(flags & FIEMAP_EXTENT_ENCODED),
-		      "%s was compressed (flags 0x%x)", f, flags);
+		CHECK(!!(flags & FIEMAP_EXTENT_ENCODED) == compress,
+		      "%s was %scompressed (flags 0x%x), the kernel %s encrypt_compress",
+		      f, compress ? "not " : "", flags,
+		      compress ? "advertises" : "lacks");
 	drop_caches();
 	CHECK_FILE_EQUALS(f, buf, 64 * BLK);
 	CHECK(run("mount -o remount,compress=no %s", mnt) == 0,
@@ -355,8 +365,12 @@ static void test_refusals(void)
 
 	CHECK_OK(ioctl(fe1, FS_IOC_GETFLAGS, &fl), "FS_IOC_GETFLAGS");
 	fl |= FS_COMPR_FL;
-	CHECK_ERRNO(ioctl(fe1, FS_IOC_SETFLAGS, &fl), EOPNOTSUPP,
-		    "chattr +c on an encrypted file");
+	if (access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0)
+		CHECK_OK(ioctl(fe1, FS_IOC_SETFLAGS, &fl),
+			 "chattr +c on an encrypted file (encrypt_compress)");
+	else
+		CHECK_ERRNO(ioctl(fe1, FS_IOC_SETFLAGS, &fl), EOPNOTSUPP,
+			    "chattr +c on an encrypted file");
 
 	close(fe1);
 	fd = open(e1, O_RDONLY);
@@ -1024,7 +1038,7 @@ int main(void)
 
 	test_names();
 	test_data();
-	test_no_compression();
+	test_compression();
 	test_refusals();
 	test_encrypt_flag();
 	test_sharing();

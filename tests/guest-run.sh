@@ -21,15 +21,15 @@ mkdir -p "$RESULTS/tests" "$SCRATCH_MNT" "$SCRATCH_MNT2"
 dmesg >"$RESULTS/dmesg-boot.txt"
 
 only=${LAB_ARGS:-}	# optional comma-separated list of tests to run
-for t in /job/tests/bin/*; do
-	[ -x "$t" ] || continue
-	name=$(basename "$t")
-	if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then
-		continue
-	fi
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+# run_test NAME PROGRAM [VAR=VALUE...]: one result line.
+run_test() {
+	local name=$1 t=$2 start rc secs status
+	shift 2
 	echo "LAB-TEST-START $name" >/dev/console
 	start=$(date +%s)
-	timeout -k 10 "$TEST_TIMEOUT" "$t" >"$RESULTS/tests/$name.log" 2>&1
+	env "$@" timeout -k 10 "$TEST_TIMEOUT" "$t" >>"$RESULTS/tests/$name.log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	umount -q "$SCRATCH_MNT" "$SCRATCH_MNT2" 2>/dev/null
@@ -41,6 +41,29 @@ for t in /job/tests/bin/*; do
 	esac
 	printf '%s\t%s\t%s\n' "$name" "$status" "$secs" >>"$RESULTS/tests.tsv"
 	echo "LAB-TEST $status $name (${secs}s)" >/dev/console
+}
+
+for t in /job/tests/bin/*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	wanted "$name" && run_test "$name" "$t"
+done
+
+# Test configurations (tests/configs/*.conf): some tests again, with the
+# configuration's btrfs mount options; results named <test>@<config>.
+for conf in /job/configs/*.conf; do
+	[ -f "$conf" ] || continue
+	cfg=$(basename "$conf" .conf)
+	# shellcheck disable=SC1090 # data files of tests/configs/
+	( . "$conf"
+	for name in $TESTS; do
+		[ -x "/job/tests/bin/$name" ] || continue
+		wanted "$name@$cfg" || wanted "$cfg" || continue
+		printf '%s: %s\nmount options of every btrfs mount: %s\n' \
+			"$cfg" "$DESCRIPTION" "$BTRFS_MOUNT_OPTS" >"$RESULTS/tests/$name@$cfg.log"
+		run_test "$name@$cfg" "/job/tests/bin/$name" \
+			"LAB_BTRFS_MOUNT_OPTS=$BTRFS_MOUNT_OPTS"
+	done )
 done
 dmesg >"$RESULTS/dmesg.txt"
 

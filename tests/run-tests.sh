@@ -12,7 +12,9 @@
 #                                   and the power-cut slices (powercut,
 #                                   powercut_rekey) included (host tests
 #                                   too); the shared boot is left out if
-#                                   ONLY names only phased tests and slices
+#                                   ONLY names only phased tests and slices;
+#                                   a test configuration's runs are named
+#                                   test@config (ONLY=config: all of them)
 #   HOST_TESTS=0                    skip the host-side tests
 #   HOST_TESTS=a,b                  only these host tests (tests/host/a.sh)
 #   GUEST_TESTS=0                   nothing that boots a VM: the cheap
@@ -331,9 +333,19 @@ if [ "$main_boot" = 1 ]; then
 	find "$build/tests/bin" -maxdepth 1 -type f -perm -u+x -exec cp {} "$job/tests/bin/" \;
 	install -m 0755 "$top/tests/guest-run.sh" "$job/run"
 	cp -r "$top/profiles" "$job/profiles"
+	cp -r "$top/tests/configs" "$job/configs"
 	expected=()
 	for t in "$job"/tests/bin/*; do
 		[ -x "$t" ] && selected "$(basename "$t")" && expected+=("$(basename "$t")")
+	done
+	# The test configurations' runs (tests/configs/, tests/guest-run.sh).
+	for conf in "$top"/tests/configs/*.conf; do
+		cfg=$(basename "$conf" .conf)
+		# shellcheck disable=SC1090 # data files of tests/configs/
+		for t in $(. "$conf"; echo "$TESTS"); do
+			[ -x "$job/tests/bin/$t" ] || continue
+			{ selected "$t@$cfg" || selected "$cfg"; } && expected+=("$t@$cfg")
+		done
 	done
 
 	echo "== guest tests: debug kernel, one boot (log: $run/console.log)"

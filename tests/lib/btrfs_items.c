@@ -35,6 +35,13 @@ void lab_btrfs_items_free(struct lab_btrfs_item *items, size_t n)
 int lab_btrfs_search(const char *path, uint64_t objectid, uint8_t type,
 		     struct lab_btrfs_item **items, size_t *n)
 {
+	return lab_btrfs_search_tree(path, 0, objectid, type, items, n);
+}
+
+int lab_btrfs_search_tree(const char *path, uint64_t tree_id,
+			  uint64_t objectid, uint8_t type,
+			  struct lab_btrfs_item **items, size_t *n)
+{
 	struct btrfs_ioctl_search_args_v2 *args;
 	struct btrfs_ioctl_search_key *sk;
 	struct btrfs_ioctl_search_header sh;
@@ -51,7 +58,7 @@ int lab_btrfs_search(const char *path, uint64_t objectid, uint8_t type,
 	args = lab_xmalloc(sizeof(*args) + LAB_SEARCH_BUF);
 	memset(args, 0, sizeof(*args));
 	sk = &args->key;
-	sk->tree_id = 0;		/* the subvolume of @path */
+	sk->tree_id = tree_id;		/* 0: the subvolume of @path */
 	sk->min_objectid = sk->max_objectid = objectid;
 	sk->min_type = sk->max_type = type;
 	sk->min_offset = 0;

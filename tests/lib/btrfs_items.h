@@ -113,6 +113,14 @@ int lab_btrfs_search(const char *path, uint64_t objectid, uint8_t type,
 		     struct lab_btrfs_item **items, size_t *n);
 void lab_btrfs_items_free(struct lab_btrfs_item *items, size_t n);
 
+/*
+ * The same in the tree @tree_id of the filesystem holding @path (0: the
+ * subvolume of @path; e.g. 7 for the checksum tree).
+ */
+int lab_btrfs_search_tree(const char *path, uint64_t tree_id,
+			  uint64_t objectid, uint8_t type,
+			  struct lab_btrfs_item **items, size_t *n);
+
 /* A file extent item (BTRFS_EXTENT_DATA_KEY), decoded. */
 struct lab_btrfs_file_extent {
 	uint64_t file_offset;		/* key offset */

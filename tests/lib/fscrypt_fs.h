@@ -26,6 +26,13 @@ struct lab_fscrypt_fs {
  */
 #define LAB_BTRFS_EXTENT_KEYS_FEATURE "/sys/fs/btrfs/features/encrypt_extent_keys"
 
+/*
+ * Present when the kernel's btrfs compresses encrypted files as it does plain
+ * ones (compress mount options, the compression property, chattr +c); before
+ * that, they were stored uncompressed and chattr +c failed with EOPNOTSUPP.
+ */
+#define LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE "/sys/fs/btrfs/features/encrypt_compress"
+
 /* getrandom() @len bytes; dies on failure. */
 void lab_random(void *buf, size_t len);
 

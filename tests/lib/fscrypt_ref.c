@@ -142,6 +142,42 @@ int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 			    "AES-256-XTS");
 }
 
+/* One-shot decryption of @len bytes with @cipher (no padding). */
+static int fref_decrypt(const EVP_CIPHER *cipher, const uint8_t *key,
+			const uint8_t *iv, const uint8_t *in, uint8_t *out,
+			size_t len, const char *what)
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int n1 = 0, n2 = 0, ok;
+
+	if (!c)
+		return fref_ossl_error(what);
+	ok = EVP_DecryptInit_ex2(c, cipher, key, iv, NULL) == 1 &&
+	     EVP_CIPHER_CTX_set_padding(c, 0) == 1 &&
+	     EVP_DecryptUpdate(c, out, &n1, in, (int)len) == 1 &&
+	     EVP_DecryptFinal_ex(c, out + n1, &n2) == 1;
+	EVP_CIPHER_CTX_free(c);
+	if (!ok)
+		return fref_ossl_error(what);
+	if ((size_t)(n1 + n2) != len) {
+		printf("fscrypt_ref: %s produced %d bytes for %zu\n", what,
+		       n1 + n2, len);
+		return -1;
+	}
+	return 0;
+}
+
+int fref_decrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
+			     uint64_t hi, const uint8_t *in, uint8_t *out,
+			     size_t len)
+{
+	uint8_t iv[FREF_AES_BLOCK];
+
+	fref_tweak(iv, lo, hi);
+	return fref_decrypt(EVP_aes_256_xts(), key, iv, in, out, len,
+			    "AES-256-XTS decryption");
+}
+
 uint64_t fref_extent_dun(uint64_t nr, uint64_t unit)
 {
 	return nr << 32 | unit;

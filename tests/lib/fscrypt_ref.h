@@ -84,6 +84,16 @@ int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 			     size_t len);
 
 /*
+ * The inverse of fref_encrypt_block_tweak(): AES-256-XTS decryption of one
+ * data unit @in (@len bytes) with the tweak le64(@lo) || le64(@hi), for
+ * data whose plaintext the model cannot know beforehand (e.g. what a
+ * filesystem compressed before it encrypted).
+ */
+int fref_decrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
+			     uint64_t hi, const uint8_t *in, uint8_t *out,
+			     size_t len);
+
+/*
  * The 64-bit DUN of data unit @unit of extent @nr in its key group
  * (fscrypt_extent_dun()): @nr in the high 32 bits, @unit in the low 32.
  * Both must be below 2^32; the kernel refuses extents that would not fit.

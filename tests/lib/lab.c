@@ -285,6 +285,15 @@ static void lab_remember_mount(const char *mnt)
 int lab_mount(const char *dev, const char *mnt, const char *fstype,
 	      const char *opts)
 {
+	const char *extra = getenv(LAB_BTRFS_MOUNT_OPTS_ENV);
+	char all[1024];
+
+	/* A test configuration's options (tests/configs/): btrfs only. */
+	if (extra && *extra && !strcmp(fstype, "btrfs")) {
+		snprintf(all, sizeof(all), "%s%s%s", opts ? opts : "",
+			 opts ? "," : "", extra);
+		opts = all;
+	}
 	printf("mount -t %s %s%s %s %s\n", fstype, opts ? "-o " : "",
 	       opts ? opts : "", dev, mnt);
 	if (mount(dev, mnt, fstype, 0, opts) != 0) {

@@ -129,7 +129,14 @@ int run(const char *fmt, ...) LAB_PRINTF(1, 2);
 int lab_mkfs(const char *mkfs_cmd, const char *dev);
 
 /*
- * mount(2) @dev on @mnt; @opts may be NULL.  On success the mount is
+ * Options that a test configuration (tests/configs/, e.g. "encrypt":
+ * test_dummy_encryption) adds to every btrfs mount lab_mount() makes.
+ */
+#define LAB_BTRFS_MOUNT_OPTS_ENV "LAB_BTRFS_MOUNT_OPTS"
+
+/*
+ * mount(2) @dev on @mnt; @opts may be NULL.  For btrfs, the options of
+ * $LAB_BTRFS_MOUNT_OPTS (if set) are added.  On success the mount is
  * remembered and unmounted by an exit handler if the test ends without
  * calling lab_umount() (e.g. after a failure or a skip).
  */

@@ -7,7 +7,10 @@
  * of fsyncs, renames, creates, unlinks, reflinks, snapshots, remounts and
  * key removals in encrypted btrfs directories, with files of both key modes
  * (per-extent keys in key groups, the default, and per-inode keys, mount
- * option fscrypt_per_inode_keys), the next mount (tree-log replay) gives
+ * option fscrypt_per_inode_keys), data that compresses and a mount with
+ * compress=zstd where the kernel compresses encrypted files (so that
+ * compressed encrypted extents are written and logged when the power goes),
+ * the next mount (tree-log replay) gives
  * back every byte that an fsync or fdatasync had made durable, bit for bit;
  * no file, name or snapshot is in a state that its last durable operation
  * excludes; every file is still encrypted, in the mode it was created in;
@@ -194,6 +197,24 @@ static const char *const pc_op_name[PC_OP_MAX] = {
 };
 
 enum pc_mode { PC_MODE_NONE, PC_MODE_INODE, PC_MODE_EXTENT };
+
+/*
+ * The contents of every write: the seed's pattern with the second half of
+ * each 256 bytes zeroed, so that it compresses (about 2:1).  The workload
+ * mounts with compress=zstd where the kernel compresses encrypted files
+ * (LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE), so that cuts also land in
+ * compressed encrypted writes; the verifier fills the same bytes.
+ */
+static void pc_fill(void *buf, size_t len, uint32_t seed)
+{
+	unsigned char *b = buf;
+	size_t i;
+
+	fill_pattern(buf, len, seed);
+	for (i = 0; i < len; i++)
+		if (i % 256 >= 128)
+			b[i] = 0;
+}
 
 static const char *const pc_mode_name[] = { "unknown", "per-inode", "per-extent" };
 static const char *const pc_mode_opt[] = {
@@ -447,7 +468,7 @@ static void pc_apply(struct pc_model *md, const struct pc_rec *r,
 		if (!f)
 			return pc_bad(md, r, "write to a file that does not exist");
 		for (i = 0; i < r->npieces; i++) {
-			fill_pattern(f->m + r->p[i].off, r->p[i].len, r->p[i].arg);
+			pc_fill(f->m + r->p[i].off, r->p[i].len, r->p[i].arg);
 			pc_grow(f, r->p[i].off + r->p[i].len);
 		}
 		break;
@@ -471,7 +492,7 @@ static void pc_apply(struct pc_model *md, const struct pc_rec *r,
 		f->m = calloc(1, PC_FMAX);
 		if (!f->m)
 			lab_die("out of memory");
-		fill_pattern(f->m, r->size, r->seed);
+		pc_fill(f->m, r->size, r->seed);
 		break;
 	case PC_OP_UNLINK:
 		f = pc_live(md, r->file);
@@ -647,7 +668,8 @@ static void pc_view_pending(struct pc_view *v, const struct pc_model *md,
 		for (i = 0; i < r->npieces; i++) {
 			v->cand[v->ncand].off = r->p[i].off;
 			v->cand[v->ncand].len = r->p[i].len;
-			v->cand[v->ncand].data = lab_pattern(r->p[i].len, r->p[i].arg);
+			v->cand[v->ncand].data = lab_xmalloc(r->p[i].len ? r->p[i].len : 1);
+			pc_fill(v->cand[v->ncand].data, r->p[i].len, r->p[i].arg);
 			v->ncand++;
 			end = r->p[i].off + r->p[i].len;
 			if (end > v->max_size)
@@ -1243,7 +1265,7 @@ static void pc_do_write(struct pc_wfile *f, const struct pc_rec *r)
 	uint32_t i, end;
 
 	for (i = 0; i < r->npieces; i++) {
-		fill_pattern(buf, r->p[i].len, r->p[i].arg);
+		pc_fill(buf, r->p[i].len, r->p[i].arg);
 		if (pwrite_all(f->fd, buf, r->p[i].len, r->p[i].off))
 			pc_fatal("pwrite %u bytes at %u of file %u: " LAB_ERR_FMT,
 				 r->p[i].len, r->p[i].off, f->id, LAB_ERR_ARGS(errno));
@@ -1357,7 +1379,7 @@ static int pc_do_create(struct pc_wfile *f, const struct pc_rec *r, uint32_t *mo
 		}
 		pc_fatal("create %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
 	}
-	fill_pattern(buf, r->size, r->seed);
+	pc_fill(buf, r->size, r->seed);
 	if (write_all(fd, buf, r->size) || fsync(fd))
 		pc_fatal("write and fsync %u bytes to new file %s: " LAB_ERR_FMT, r->size,
 			 path, LAB_ERR_ARGS(errno));
@@ -1800,7 +1822,10 @@ static void pc_mkfs(uint32_t seed)
 		lab_skip("%s", why);
 	pcut_log_hdr_init(&plog, &hdr, seed);
 	lab_random(hdr.key, sizeof(hdr.key));
-	lab_fscrypt_fs_setup(&fs, dev, mnt, NULL, hdr.key, sizeof(hdr.key), hdr.key_id);
+	lab_fscrypt_fs_setup(&fs, dev, mnt,
+			     access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0 ?
+			     "compress=zstd" : NULL,
+			     hdr.key, sizeof(hdr.key), hdr.key_id);
 	mnt_fd = pc_open_dir(mnt);
 	pc_subvol_create("sv");
 	if (mkdir(snaps_path, 0755) || mkdir(enc_path, 0755) ||
@@ -1821,10 +1846,16 @@ static void pc_mkfs(uint32_t seed)
 /* Later boots: mount in this boot's mode, add the key of the log header. */
 static void pc_mount_again(const struct pc_log *log)
 {
+	const char *mode_opt = pc_mode_opt[cur_mode];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	char opts[128];
 
 	hdr = log->hdr;
-	if (lab_mount(dev, mnt, "btrfs", pc_mode_opt[cur_mode]))
+	snprintf(opts, sizeof(opts), "%s%s%s", mode_opt ? mode_opt : "",
+		 mode_opt ? "," : "",
+		 access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0 ?
+		 "compress=zstd" : "");
+	if (lab_mount(dev, mnt, "btrfs", *opts ? opts : NULL))
 		lab_die("cannot mount %s", dev);
 	if (lab_add_raw_key(mnt, hdr.key, sizeof(hdr.key), id) ||
 	    memcmp(id, hdr.key_id, sizeof(id)))

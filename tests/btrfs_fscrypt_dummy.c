@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * btrfs_fscrypt_dummy - the test_dummy_encryption mount option on btrfs, the
+ * way fstests' "encrypt" configurations use it on ext4 and f2fs: every new
+ * directory, regular file and symlink whose parent is not encrypted gets a v2
+ * policy with fscrypt's built-in test key, without any ioctl.
+ *
+ *  1. options:   test_dummy_encryption=v1 and =v3 are refused with EINVAL
+ *                (btrfs takes v2 policies only) and say so in the log;
+ *                adding the option on a remount of a plain mount is refused
+ *                (EINVAL); /proc/mounts shows test_dummy_encryption=v2 and
+ *                fscrypt_per_extent_keys; a remount repeating the option
+ *                works;
+ *  2. contents:  a directory tree (files, a symlink, a subdirectory) and a
+ *                file at the top: each is encrypted (FS_ENCRYPT_FL, a v2
+ *                policy whose key is present), the top directory is not
+ *                (ENODATA), regular files get per-extent keys (every file
+ *                extent item has encryption FSCRYPT_EXTENT); a file written
+ *                before the option was used stays plain;
+ *  3. device:    no name, symlink target or data marker of the new tree is
+ *                on the device, while the plain file's marker and name are
+ *                (control);
+ *  4. remount:   everything reads back byte-exact after an unmount and a
+ *                mount with the option; mounted without it, the test key is
+ *                absent: the files fail to open with ENOKEY and the names
+ *                are no-key names;
+ *  5. snapshot:  a subvolume's encrypted file is in its snapshot, and new
+ *                writes to both read back;
+ *  6. key modes: with fscrypt_per_inode_keys too, a new file's extents are
+ *                FSCRYPT_INODE; with compress-force=zstd (on a kernel that
+ *                advertises encrypt_compress), a new file is compressed;
+ *  7. btrfs check of the result is clean (the test key is recorded for each
+ *     subvolume that holds files under it).
+ *
+ * fscrypt's test key is random per boot, so there is no model of the
+ * ciphertext to compare with: the device is scanned for plaintext instead
+ * (btrfs_fscrypt_extent_ciphertext has the model for real keys).
+ */
+#include "btrfs_items.h"
+#include "btrfs_progs.h"
+#include "fscrypt_fs.h"
+#include "fscrypt_util.h"
+#include "lab.h"
+#include "rawdev.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/fscrypt.h>
+
+#define TEST_NAME "btrfs_fscrypt_dummy"
+#define DUMMY "test_dummy_encryption"
+#define FILE_SIZE (1024 * 1024)
+#define BIG_SEED 0xd0770001u
+
+static const char *dev, *mnt;
+/* Random per run: what an earlier test left on the disk cannot match. */
+static char tag[17];
+static char dir_name[64], file_name[64], sub_name[64], link_name[64];
+static char target[96], top_name[64], plain_name[64];
+static char data_marker[48], plain_marker[48];
+static unsigned char *big, *plain;
+
+static void make_names(void)
+{
+	lab_random_hex(tag, 8);
+	snprintf(dir_name, sizeof(dir_name), "dir-%s", tag);
+	snprintf(file_name, sizeof(file_name), "file-%s", tag);
+	snprintf(sub_name, sizeof(sub_name), "sub-%s", tag);
+	snprintf(link_name, sizeof(link_name), "link-%s", tag);
+	snprintf(target, sizeof(target), "target-%s-of-the-symlink", tag);
+	snprintf(top_name, sizeof(top_name), "top-%s", tag);
+	snprintf(plain_name, sizeof(plain_name), "plain-%s", tag);
+	snprintf(data_marker, sizeof(data_marker), "DUMMY-DATA-%s", tag);
+	snprintf(plain_marker, sizeof(plain_marker), "PLAIN-DATA-%s", tag);
+	big = lab_pattern(FILE_SIZE, BIG_SEED);
+	stamp_marker(big, FILE_SIZE, data_marker, strlen(data_marker), 4096);
+	plain = lab_pattern(64 * 1024, BIG_SEED + 1);
+	stamp_marker(plain, 64 * 1024, plain_marker, strlen(plain_marker), 4096);
+}
+
+static int mount_opts(const char *opts)
+{
+	return lab_mount(dev, mnt, "btrfs", opts);
+}
+
+/* Is the /proc/mounts line of @mnt holding option @opt? */
+static int mounts_has(const char *opt)
+{
+	char *text = read_file("/proc/mounts", NULL);
+	const char *next = text;
+	char line[1024], want[PATH_MAX + 8];
+	int found = -1;
+
+	if (!text)
+		return -1;
+	snprintf(want, sizeof(want), " %s btrfs ", mnt);
+	while (lab_next_line(&next, line, sizeof(line)) == 0) {
+		char *o;
+
+		if (!strstr(line, want))
+			continue;
+		found = 0;
+		for (o = strtok(strstr(line, " btrfs ") + 7, ", "); o;
+		     o = strtok(NULL, ", "))
+			if (!strcmp(o, opt))
+				found = 1;
+	}
+	free(text);
+	return found;
+}
+
+static void path_in(char *out, size_t size, const char *a, const char *b)
+{
+	if (b)
+		lab_pathf(out, size, "%s/%s/%s", mnt, a, b);
+	else
+		lab_pathf(out, size, "%s/%s", mnt, a);
+}
+
+/* FS_ENCRYPT_FL, and a v2 policy whose key is present. */
+static void check_encrypted(const char *path)
+{
+	struct fscrypt_get_policy_ex_arg pol;
+	struct fscrypt_get_key_status_arg st;
+	unsigned int fl = 0;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_PATH);
+
+	if (!CHECK_OK(fd, "open %s", path))
+		return;
+	close(fd);
+	if (!CHECK_OK(lab_get_policy_ex(path, &pol), "policy of %s", path))
+		return;
+	CHECK(pol.policy.version == FSCRYPT_POLICY_V2,
+	      "%s: policy version %u, expected v2", path, pol.policy.version);
+	if (CHECK_OK(lab_get_key_status(mnt, pol.policy.v2.master_key_identifier, &st),
+		     "key status of %s's key", path))
+		CHECK(st.status == FSCRYPT_KEY_STATUS_PRESENT,
+		      "%s: the test key's status is %u, expected present", path,
+		      st.status);
+	fd = open(path, O_RDONLY | O_NOFOLLOW);
+	if (fd < 0)
+		return;		/* a symlink */
+	if (CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &fl), "FS_IOC_GETFLAGS %s", path))
+		CHECK(fl & FS_ENCRYPT_FL, "%s lacks FS_ENCRYPT_FL (flags 0x%x)",
+		      path, fl);
+	close(fd);
+}
+
+/* Every data extent item of @path has encryption @want. */
+static void check_extents(const char *path, uint8_t want, int want_encoded)
+{
+	struct lab_btrfs_file_extent *fe = NULL;
+	size_t n = 0, i, data = 0, encoded = 0;
+	struct stat st;
+
+	if (!CHECK_OK(stat(path, &st), "stat %s", path) ||
+	    !CHECK_OK(lab_btrfs_file_extents(path, st.st_ino, &fe, &n),
+		      "file extent items of %s", path))
+		return;
+	for (i = 0; i < n; i++) {
+		if (fe[i].type == 0 /* inline */) {
+			CHECK(0, "%s: an inline extent at %llu", path,
+			      (unsigned long long)fe[i].file_offset);
+			continue;
+		}
+		if (fe[i].disk_bytenr == 0)
+			continue;
+		data++;
+		encoded += fe[i].compression != 0;
+		CHECK(fe[i].encryption == want,
+		      "%s: extent at %llu has encryption 0x%x, expected 0x%x",
+		      path, (unsigned long long)fe[i].file_offset,
+		      fe[i].encryption, want);
+	}
+	CHECK(data > 0, "%s has no data extent", path);
+	if (want_encoded)
+		CHECK(encoded == data, "%s: %zu of %zu extents compressed, expected all",
+		      path, encoded, data);
+	printf("   %s: %zu data extents, encryption 0x%x, %zu compressed\n",
+	       path, data, want, encoded);
+	free(fe);
+}
+
+/* ---- 1. options -------------------------------------------------------- */
+
+static void test_options(void)
+{
+	char f[PATH_MAX];
+
+	printf("\n== 1. mount options\n");
+	if (lab_mkfs("mkfs.btrfs -q -f", dev))
+		lab_die("mkfs.btrfs %s failed", dev);
+	lab_log_mark("dummy-v1");
+	CHECK_ERRNO(mount_opts(DUMMY "=v1"), EINVAL, "mount with " DUMMY "=v1");
+	CHECK(lab_log_has(DUMMY " takes v2 policies only"),
+	      "no log line says why " DUMMY "=v1 was refused");
+	CHECK_ERRNO(mount_opts(DUMMY "=v3"), EINVAL, "mount with " DUMMY "=v3");
+
+	/* A file from before the option: it must stay plain (control). */
+	if (mount_opts(NULL))
+		lab_die("cannot mount %s", dev);
+	path_in(f, sizeof(f), plain_name, NULL);
+	CHECK_OK(write_file(f, plain, 64 * 1024), "write %s", f);
+	CHECK_ERRNO(mount(NULL, mnt, NULL, MS_REMOUNT, DUMMY), EINVAL,
+		    "remount of a plain mount with " DUMMY);
+	CHECK(mounts_has("test_dummy_encryption=v2") == 0,
+	      "/proc/mounts shows the option on a plain mount");
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+
+	if (mount_opts(DUMMY))
+		lab_die("cannot mount %s with " DUMMY, dev);
+	CHECK(mounts_has("test_dummy_encryption=v2") == 1,
+	      "/proc/mounts lacks test_dummy_encryption=v2");
+	CHECK(mounts_has("fscrypt_per_extent_keys") == 1,
+	      "/proc/mounts lacks fscrypt_per_extent_keys");
+	CHECK_OK(mount(NULL, mnt, NULL, MS_REMOUNT, DUMMY "=v2"),
+		 "remount repeating " DUMMY "=v2");
+	CHECK(mounts_has("test_dummy_encryption=v2") == 1,
+	      "/proc/mounts lacks the option after the remount");
+}
+
+/* ---- 2. contents ------------------------------------------------------- */
+
+static void test_contents(void)
+{
+	struct fscrypt_get_policy_ex_arg pol;
+	char d[PATH_MAX], f[PATH_MAX];
+	size_t i;
+
+	printf("\n== 2. new files under " DUMMY "\n");
+	path_in(d, sizeof(d), dir_name, NULL);
+	CHECK_OK(mkdir(d, 0755), "mkdir %s", d);
+	path_in(f, sizeof(f), dir_name, file_name);
+	CHECK_OK(write_file(f, big, FILE_SIZE), "write %s", f);
+	path_in(f, sizeof(f), dir_name, sub_name);
+	CHECK_OK(mkdir(f, 0755), "mkdir %s", f);
+	path_in(f, sizeof(f), dir_name, link_name);
+	CHECK_OK(symlink(target, f), "symlink %s", f);
+	path_in(f, sizeof(f), top_name, NULL);
+	CHECK_OK(write_file(f, big, 64 * 1024), "write %s", f);
+	sync();
+
+	CHECK_ERRNO(lab_get_policy_ex(mnt, &pol), ENODATA,
+		    "policy of the top directory");
+	path_in(f, sizeof(f), plain_name, NULL);
+	CHECK_ERRNO(lab_get_policy_ex(f, &pol), ENODATA,
+		    "policy of the file written before the option");
+	{
+		const char *rel[][2] = {
+			{ dir_name, NULL }, { dir_name, file_name },
+			{ dir_name, sub_name }, { dir_name, link_name },
+			{ top_name, NULL },
+		};
+
+		for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			path_in(f, sizeof(f), rel[i][0], rel[i][1]);
+			check_encrypted(f);
+		}
+	}
+	path_in(f, sizeof(f), dir_name, file_name);
+	check_extents(f, LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT, 0);
+	path_in(f, sizeof(f), top_name, NULL);
+	check_extents(f, LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT, 0);
+}
+
+/* ---- 3. device ---------------------------------------------------------- */
+
+static void test_device(void)
+{
+	struct raw_needle nd[8];
+	const char *enc[] = { dir_name, file_name, sub_name, link_name, target,
+			      top_name, data_marker };
+	size_t n = 0, i, nenc = sizeof(enc) / sizeof(enc[0]);
+
+	printf("\n== 3. the device holds no plaintext of the new tree\n");
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	memset(nd, 0, sizeof(nd));
+	/* Anchored on the run's tag, which every needle contains. */
+	nd[n].label = "tag";
+	nd[n].data = tag;
+	nd[n++].len = strlen(tag);
+	for (i = 0; i < nenc; i++) {
+		nd[n].label = "encrypted";
+		nd[n].data = enc[i];
+		nd[n++].len = strlen(enc[i]);
+	}
+	if (!CHECK_OK(raw_scan_anchored(dev, nd, n), "scan %s", dev))
+		return;
+	for (i = 1; i < n; i++) {
+		printf("   %s: %lld\n", (const char *)nd[i].data, nd[i].count);
+		CHECK(nd[i].count == 0, "LEAK: \"%s\" is on %s in plaintext %lld times",
+		      (const char *)nd[i].data, dev, nd[i].count);
+	}
+	memset(nd, 0, sizeof(nd));
+	nd[0].label = "control name";
+	nd[0].data = plain_name;
+	nd[0].len = strlen(plain_name);
+	nd[1].label = "control data";
+	nd[1].data = plain_marker;
+	nd[1].len = strlen(plain_marker);
+	if (CHECK_OK(raw_scan(dev, nd, 2), "scan %s", dev))
+		for (i = 0; i < 2; i++)
+			CHECK(nd[i].count > 0,
+			      "control: the %s of the plain file is not on %s: the scan is blind",
+			      nd[i].label, dev);
+}
+
+/* ---- 4. remount --------------------------------------------------------- */
+
+static void check_tree_reads(void)
+{
+	char f[PATH_MAX], buf[128];
+	ssize_t len;
+
+	path_in(f, sizeof(f), dir_name, file_name);
+	CHECK_FILE_EQUALS(f, big, FILE_SIZE);
+	path_in(f, sizeof(f), top_name, NULL);
+	CHECK_FILE_EQUALS(f, big, 64 * 1024);
+	path_in(f, sizeof(f), plain_name, NULL);
+	CHECK_FILE_EQUALS(f, plain, 64 * 1024);
+	path_in(f, sizeof(f), dir_name, link_name);
+	len = readlink(f, buf, sizeof(buf) - 1);
+	if (CHECK_OK(len, "readlink %s", f)) {
+		buf[len] = 0;
+		CHECK(!strcmp(buf, target), "%s -> \"%s\", expected \"%s\"", f,
+		      buf, target);
+	}
+	path_in(f, sizeof(f), dir_name, sub_name);
+	CHECK(access(f, F_OK) == 0, "%s is gone", f);
+}
+
+static void test_remount(void)
+{
+	struct lab_names names;
+	char f[PATH_MAX];
+	size_t i;
+	int fd;
+
+	printf("\n== 4. after a remount with and without " DUMMY "\n");
+	if (mount_opts(DUMMY))
+		lab_die("cannot mount %s with " DUMMY, dev);
+	check_tree_reads();
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+
+	if (mount_opts(NULL))
+		lab_die("cannot mount %s", dev);
+	path_in(f, sizeof(f), top_name, NULL);
+	fd = open(f, O_RDONLY);
+	CHECK(fd < 0 && errno == ENOKEY,
+	      "open %s without the test key: %s, expected ENOKEY", f,
+	      fd < 0 ? lab_errname(errno) : "success");
+	if (fd >= 0)
+		close(fd);
+	path_in(f, sizeof(f), dir_name, NULL);
+	if (CHECK_OK(lab_list_dir(f, &names), "list %s", f)) {
+		CHECK(names.n == 3, "%s lists %zu names, expected 3", f, names.n);
+		for (i = 0; i < names.n; i++)
+			CHECK(!strstr(names.name[i], tag),
+			      "%s shows the plaintext name %s without the key", f,
+			      names.name[i]);
+		lab_names_free(&names);
+	}
+	path_in(f, sizeof(f), plain_name, NULL);
+	CHECK_FILE_EQUALS(f, plain, 64 * 1024);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+}
+
+/* ---- 5. snapshot, 6. key modes ------------------------------------------ */
+
+static void test_snapshot(void)
+{
+	char sv[PATH_MAX], snap[PATH_MAX], f[PATH_MAX], g[PATH_MAX];
+	int fd;
+
+	printf("\n== 5. a snapshot of a subvolume with files under the test key\n");
+	if (mount_opts(DUMMY))
+		lab_die("cannot mount %s with " DUMMY, dev);
+	lab_btrfs_subvol(mnt, "sv", -1);
+	lab_pathf(sv, sizeof(sv), "%s/sv", mnt);
+	lab_pathf(f, sizeof(f), "%s/sv/%s", mnt, file_name);
+	CHECK_OK(write_file(f, big, 256 * 1024), "write %s", f);
+	check_encrypted(f);
+	sync();
+	fd = open(sv, O_RDONLY | O_DIRECTORY);
+	if (!CHECK_OK(fd, "open %s", sv))
+		return;
+	lab_btrfs_subvol(mnt, "snap", fd);
+	close(fd);
+	lab_pathf(snap, sizeof(snap), "%s/snap/%s", mnt, file_name);
+	lab_drop_caches("3");
+	CHECK_FILE_EQUALS(snap, big, 256 * 1024);
+	/* New extents on both sides, with keys of their own. */
+	CHECK_OK(write_file(snap, big + 4096, 128 * 1024), "rewrite %s", snap);
+	lab_pathf(g, sizeof(g), "%s/sv/new-%s", mnt, tag);
+	CHECK_OK(write_file(g, big + 8192, 128 * 1024), "write %s", g);
+	sync();
+	lab_drop_caches("3");
+	CHECK_FILE_EQUALS(snap, big + 4096, 128 * 1024);
+	CHECK_FILE_EQUALS(f, big, 256 * 1024);
+	CHECK_FILE_EQUALS(g, big + 8192, 128 * 1024);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+}
+
+static void test_key_modes(void)
+{
+	const int compress = access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0;
+	unsigned char *text = lab_xmalloc(256 * 1024);
+	char f[PATH_MAX];
+	size_t i;
+
+	printf("\n== 6. per-inode keys and compression under " DUMMY "\n");
+	if (mount_opts(DUMMY "," LAB_BTRFS_PER_INODE_KEYS_OPT))
+		lab_die("cannot mount %s with " DUMMY " and per-inode keys", dev);
+	CHECK(mounts_has(LAB_BTRFS_PER_INODE_KEYS_OPT) == 1,
+	      "/proc/mounts lacks " LAB_BTRFS_PER_INODE_KEYS_OPT);
+	path_in(f, sizeof(f), dir_name, "per-inode");
+	CHECK_OK(write_file(f, big, 128 * 1024), "write %s", f);
+	sync();
+	check_extents(f, LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE, 0);
+	lab_drop_caches("3");
+	CHECK_FILE_EQUALS(f, big, 128 * 1024);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+
+	if (!compress) {
+		printf("   compression: skipped, the kernel lacks %s\n",
+		       LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE);
+		free(text);
+		return;
+	}
+	for (i = 0; i < 256 * 1024; i++)
+		text[i] = "the quick brown fox "[i % 20];
+	stamp_marker(text, 256 * 1024, data_marker, strlen(data_marker), 4096);
+	if (mount_opts(DUMMY ",compress-force=zstd"))
+		lab_die("cannot mount %s with " DUMMY " and compress-force", dev);
+	path_in(f, sizeof(f), dir_name, "compressed");
+	CHECK_OK(write_file(f, text, 256 * 1024), "write %s", f);
+	sync();
+	check_extents(f, LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT, 1);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	if (mount_opts(DUMMY))
+		lab_die("cannot mount %s with " DUMMY, dev);
+	CHECK_FILE_EQUALS(f, text, 256 * 1024);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	free(text);
+}
+
+int main(void)
+{
+	dev = lab_env("SCRATCH_DEV");
+	mnt = lab_env("SCRATCH_MNT");
+	make_names();
+
+	test_options();
+	test_contents();
+	test_device();
+	test_remount();
+	test_snapshot();
+	test_key_modes();
+	printf("\n== 7. btrfs check\n");
+	lab_btrfs_check_clean(dev, "the filesystem written under " DUMMY);
+	return lab_result(TEST_NAME);
+}
