@@ -67,7 +67,7 @@ help:
 	@echo "make progs-export            regenerate patches/btrfs-progs/ from build/btrfs-progs's history"
 	@echo "make progs-checkpatch        checkpatch.pl --strict (no tree) on patches/btrfs-progs/"
 	@echo "make shell [FLAVOR=...]      boot to a root shell in the guest"
-	@echo "make check-series            build every prefix of the series"
+	@echo "make check-series [FROM=N]   build every prefix of the series (from prefix N)"
 	@echo "make export-series           regenerate patches/ from build/linux's history"
 	@echo "make checkpatch              scripts/checkpatch.pl --strict on patches/"
 	@echo "make clean | distclean       remove build outputs | also the kernel tree and image"
@@ -168,7 +168,7 @@ bench-tools:
 
 check-series:
 	$(call need,$(APT_KERNEL))
-	@patches/kernel.sh check-series $(if $(filter command line,$(origin FLAVOR)),$(FLAVOR),perf)
+	@FROM="$(FROM)" patches/kernel.sh check-series $(if $(filter command line,$(origin FLAVOR)),$(FLAVOR),perf)
 
 export-series:
 	@patches/kernel.sh export

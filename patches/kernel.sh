@@ -388,8 +388,19 @@ cmd_check_series() {
 	mkdir -p "$obj"
 	cp "$BUILD/obj$TAG-$flavor/.config" "$obj/.config"
 	total=$(git_src rev-list --count pristine..HEAD)
+	# FROM=N: start at prefix N, for prefixes 1..N-1 that an earlier
+	# check-series built and that have not changed since (say so where
+	# you report it).
+	case ${FROM:-1} in ''|*[!0-9]*) die "FROM must be a prefix number (1-$total)" ;; esac
+	if [ "${FROM:-1}" -lt 1 ] || [ "${FROM:-1}" -gt "$total" ]; then
+		die "FROM=${FROM} is not a prefix number (1-$total)"
+	fi
 	for c in $(git_src rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))
+		if [ "$n" -lt "${FROM:-1}" ]; then
+			log "check-series [$n/$total] skipped (FROM=$FROM): $(git_src log -1 --format=%s "$c")"
+			continue
+		fi
 		git -C "$wt" checkout -q --detach "$c"
 		log "check-series [$n/$total] $(git -C "$wt" log -1 --format=%s)"
 		make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
@@ -399,7 +410,11 @@ cmd_check_series() {
 		fi
 	done
 	git_src worktree remove -f "$wt"
-	log "all $total prefixes of the series build (FLAVOR=$flavor)"
+	if [ "${FROM:-1}" -gt 1 ]; then
+		log "prefixes $FROM to $total of the series build (FLAVOR=$flavor; 1 to $((FROM - 1)) not built: FROM=$FROM)"
+	else
+		log "all $total prefixes of the series build (FLAVOR=$flavor)"
+	fi
 }
 
 # Refuse (non-zero) if the tree holds work that is not in patches/.
