@@ -34,6 +34,9 @@ import gzip
 import json
 import math
 import os
+import shutil
+import tempfile
+import unittest
 
 import numpy as np
 
@@ -182,6 +185,35 @@ def rekeytime_results(run_dir, measured, reps):
                              f"cpu_units\t{ns // 2}\n"
                              "cpu_units_per_s\t1000000000\n"
                              "cpu_source\tschedstat\n")
+
+
+class TwoRunsCase(unittest.TestCase):
+    """Base of a workload's report tests: a synthetic run of five
+    repetitions (cls.five) and one of one repetition (cls.one), made with
+    make_run(**SYNTH), removed after the class's tests; analyzed(run_dir)
+    loads a run and analyzes it at a 5% threshold."""
+
+    SYNTH = {}
+
+    @classmethod
+    def setUpClass(cls):
+        if cls is TwoRunsCase:
+            raise unittest.SkipTest("a base class")
+        cls.tmp = tempfile.mkdtemp(prefix="wl-synth-")
+        cls.five = os.path.join(cls.tmp, "five")
+        cls.one = os.path.join(cls.tmp, "one")
+        make_run(cls.five, seed=3, reps=5, **cls.SYNTH)
+        make_run(cls.one, seed=4, reps=1, **cls.SYNTH)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls is not TwoRunsCase:
+            shutil.rmtree(cls.tmp)
+
+    def analyzed(self, run_dir):
+        from reports.analysis import analyze
+        run = M.load_run(run_dir)
+        return run, analyze(run, 5.0)
 
 
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",

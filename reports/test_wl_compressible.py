@@ -7,13 +7,10 @@ arm, the verdicts (no phase judged) and the report end to end.
 
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
 from reports import synthrun
 from reports import wl_compressible as W
-from reports.analysis import analyze
 from reports.doc import Doc
 from reports.generate import generate
 from reports.runmodel import load_run
@@ -22,22 +19,8 @@ S = synthrun.SPEED
 C = synthrun.CPU_COST
 
 
-class CompressibleTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="wl-compressible-")
-        cls.five = os.path.join(cls.tmp, "five")
-        cls.one = os.path.join(cls.tmp, "one")
-        synthrun.make_run(cls.five, seed=3, reps=5, compressible=True)
-        synthrun.make_run(cls.one, seed=4, reps=1, compressible=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
-
-    def analyzed(self, run_dir):
-        run = load_run(run_dir)
-        return run, analyze(run, 5.0)
+class CompressibleTest(synthrun.TwoRunsCase):
+    SYNTH = {"compressible": True}
 
     def test_interface(self):
         run = load_run(self.five)

@@ -8,13 +8,10 @@ end.
 
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
 from reports import synthrun
 from reports import wl_rekey as W
-from reports.analysis import analyze
 from reports.doc import Doc
 from reports.generate import generate
 from reports.runmodel import load_run
@@ -22,22 +19,8 @@ from reports.runmodel import load_run
 ARMS = ("btrfs-extent", "btrfs-extent-key")
 
 
-class RekeyTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="wl-rekey-")
-        cls.five = os.path.join(cls.tmp, "five")
-        cls.one = os.path.join(cls.tmp, "one")
-        synthrun.make_run(cls.five, seed=3, reps=5, rekey=True)
-        synthrun.make_run(cls.one, seed=4, reps=1, rekey=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
-
-    def analyzed(self, run_dir):
-        run = load_run(run_dir)
-        return run, analyze(run, 5.0)
+class RekeyTest(synthrun.TwoRunsCase):
+    SYNTH = {"rekey": True}
 
     def test_interface(self):
         run = load_run(self.five)

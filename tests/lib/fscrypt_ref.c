@@ -91,20 +91,20 @@ int fref_per_extent_key(const uint8_t *mk, size_t mklen,
 			 FREF_NONCE_SIZE, key, keylen);
 }
 
-/* One-shot encryption of @len bytes with @cipher (no padding). */
-static int fref_encrypt(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
-			const uint8_t *key, const uint8_t *iv, const uint8_t *in,
-			uint8_t *out, size_t len, const char *what)
+/* One-shot en/decryption (@enc 1/0) of @len bytes with @cipher (no padding). */
+static int fref_cipher(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
+		       const uint8_t *key, const uint8_t *iv, const uint8_t *in,
+		       uint8_t *out, size_t len, int enc, const char *what)
 {
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	int n1 = 0, n2 = 0, ok;
 
 	if (!c)
 		return fref_ossl_error(what);
-	ok = EVP_EncryptInit_ex2(c, cipher, key, iv, params) == 1 &&
+	ok = EVP_CipherInit_ex2(c, cipher, key, iv, enc, params) == 1 &&
 	     EVP_CIPHER_CTX_set_padding(c, 0) == 1 &&
-	     EVP_EncryptUpdate(c, out, &n1, in, (int)len) == 1 &&
-	     EVP_EncryptFinal_ex(c, out + n1, &n2) == 1;
+	     EVP_CipherUpdate(c, out, &n1, in, (int)len) == 1 &&
+	     EVP_CipherFinal_ex(c, out + n1, &n2) == 1;
 	EVP_CIPHER_CTX_free(c);
 	if (!ok)
 		return fref_ossl_error(what);
@@ -114,6 +114,13 @@ static int fref_encrypt(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
 		return -1;
 	}
 	return 0;
+}
+
+static int fref_encrypt(const EVP_CIPHER *cipher, const OSSL_PARAM *params,
+			const uint8_t *key, const uint8_t *iv, const uint8_t *in,
+			uint8_t *out, size_t len, const char *what)
+{
+	return fref_cipher(cipher, params, key, iv, in, out, len, 1, what);
 }
 
 /* The XTS tweak le64(@lo) || le64(@hi). */
@@ -142,31 +149,6 @@ int fref_encrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 			    "AES-256-XTS");
 }
 
-/* One-shot decryption of @len bytes with @cipher (no padding). */
-static int fref_decrypt(const EVP_CIPHER *cipher, const uint8_t *key,
-			const uint8_t *iv, const uint8_t *in, uint8_t *out,
-			size_t len, const char *what)
-{
-	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-	int n1 = 0, n2 = 0, ok;
-
-	if (!c)
-		return fref_ossl_error(what);
-	ok = EVP_DecryptInit_ex2(c, cipher, key, iv, NULL) == 1 &&
-	     EVP_CIPHER_CTX_set_padding(c, 0) == 1 &&
-	     EVP_DecryptUpdate(c, out, &n1, in, (int)len) == 1 &&
-	     EVP_DecryptFinal_ex(c, out + n1, &n2) == 1;
-	EVP_CIPHER_CTX_free(c);
-	if (!ok)
-		return fref_ossl_error(what);
-	if ((size_t)(n1 + n2) != len) {
-		printf("fscrypt_ref: %s produced %d bytes for %zu\n", what,
-		       n1 + n2, len);
-		return -1;
-	}
-	return 0;
-}
-
 int fref_decrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 			     uint64_t hi, const uint8_t *in, uint8_t *out,
 			     size_t len)
@@ -174,7 +156,7 @@ int fref_decrypt_block_tweak(const uint8_t key[FREF_XTS_KEY_SIZE], uint64_t lo,
 	uint8_t iv[FREF_AES_BLOCK];
 
 	fref_tweak(iv, lo, hi);
-	return fref_decrypt(EVP_aes_256_xts(), key, iv, in, out, len,
+	return fref_cipher(EVP_aes_256_xts(), NULL, key, iv, in, out, len, 0,
 			    "AES-256-XTS decryption");
 }
 

@@ -156,6 +156,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/fiemap.h>
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
 #include <linux/fs.h>
@@ -622,8 +623,24 @@ static void pc_model_free(struct pc_model *md)
 struct pc_stats {
 	uint64_t checked, checked_mode[3], lost, wrong, errors;
 	uint64_t files, sfiles, inflight_seen, renames_both;
+	uint64_t compressed;	/* live files with a compressed extent */
 	int control_done;
 };
+
+/* Has @path a compressed (FIEMAP: encoded) extent? */
+static int pc_has_compressed(const char *path)
+{
+	struct raw_extent *ext = NULL;
+	size_t n = 0, i;
+	int found = 0;
+
+	if (raw_fiemap(path, &ext, &n))
+		return 0;
+	for (i = 0; i < n; i++)
+		found |= !!(ext[i].flags & FIEMAP_EXTENT_ENCODED);
+	free(ext);
+	return found;
+}
 
 static LAB_PRINTF(2, 3) void pc_err(struct pc_stats *st, const char *fmt, ...)
 {
@@ -903,6 +920,7 @@ static void pc_check_live(struct pc_stats *st, struct pc_model *md, uint64_t run
 		v.m = f->m;
 		pc_view_pending(&v, md, f);
 		pc_check_view(st, &v);
+		st->compressed += pc_has_compressed(v.path[0]);
 		pc_view_free(&v);
 	}
 	for (d = 0; d < PC_DIRS; d++) {
@@ -1119,6 +1137,8 @@ static int pc_verify(int selfcheck)
 		if (lab_umount(mnt))
 			pc_err(&st, "umount %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
 	}
+	printf("powercut: %llu of %llu live files have compressed extents\n",
+	       (unsigned long long)st.compressed, (unsigned long long)st.files);
 	check_errors = lab_btrfs_check_errors(dev);
 	check_runs = 1;
 	printf("powercut: btrfs check --readonly: %s\n",
