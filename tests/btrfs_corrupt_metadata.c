@@ -120,10 +120,14 @@ static void mkfs_mount(void)
 		lab_die("mkfs or mount of %s failed", dev);
 }
 
+/* Read-only, with a test configuration's options too (tests/configs/). */
 static int mount_ro(void)
 {
-	printf("mount -o ro %s %s\n", dev, mnt);
-	return mount(dev, mnt, "btrfs", MS_RDONLY, NULL);
+	const char *opts = getenv(LAB_BTRFS_MOUNT_OPTS_ENV);
+
+	printf("mount -o ro%s%s %s %s\n", opts ? "," : "", opts ? opts : "", dev,
+	       mnt);
+	return mount(dev, mnt, "btrfs", MS_RDONLY, opts);
 }
 
 /* Append @len bytes of pattern @seed to @rel (under the mount) and fsync. */
