@@ -215,6 +215,17 @@ class TwoRunsCase(unittest.TestCase):
         run = M.load_run(run_dir)
         return run, analyze(run, 5.0)
 
+    def report_md(self, kind, plot):
+        """The report of the five-rep run (generate()): its workload kind
+        and its plot checked, its summary.md returned."""
+        from reports.generate import generate
+        out = os.path.join(self.tmp, "report")
+        res = generate(self.five, out)
+        self.assertEqual(res["workload_kind"], kind)
+        self.assertTrue(os.path.exists(os.path.join(out, plot)))
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as f:
+            return f.read()
+
 
 def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              scaling_phases=False, extras=False, groupsweep=False,

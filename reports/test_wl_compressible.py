@@ -12,7 +12,6 @@ import unittest
 from reports import synthrun
 from reports import wl_compressible as W
 from reports.doc import Doc
-from reports.generate import generate
 from reports.runmodel import load_run
 
 S = synthrun.SPEED
@@ -132,12 +131,7 @@ class CompressibleTest(synthrun.TwoRunsCase):
         self.assertIn("not measured", empty.to_md())
 
     def test_report_end_to_end(self):
-        out = os.path.join(self.tmp, "report")
-        res = generate(self.five, out)
-        self.assertEqual(res["workload_kind"], "compressible")
-        self.assertTrue(os.path.exists(os.path.join(out, "compressible.png")))
-        with open(os.path.join(out, "summary.md"), encoding="utf-8") as f:
-            md = f.read()
+        md = self.report_md("compressible", "compressible.png")
         self.assertIn("### Bytes on disk", md)
         # the generic sections show the compressed arm against its reference
         self.assertIn("## Throughput", md)

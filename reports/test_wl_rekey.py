@@ -13,7 +13,6 @@ import unittest
 from reports import synthrun
 from reports import wl_rekey as W
 from reports.doc import Doc
-from reports.generate import generate
 from reports.runmodel import load_run
 
 ARMS = ("btrfs-extent", "btrfs-extent-key")
@@ -123,12 +122,7 @@ class RekeyTest(synthrun.TwoRunsCase):
         self.assertIn("not measured", empty.to_md())
 
     def test_report_end_to_end(self):
-        out = os.path.join(self.tmp, "report")
-        res = generate(self.five, out)
-        self.assertEqual(res["workload_kind"], "rekey")
-        self.assertTrue(os.path.exists(os.path.join(out, "rekey.png")))
-        with open(os.path.join(out, "summary.md"), encoding="utf-8") as f:
-            md = f.read()
+        md = self.report_md("rekey", "rekey.png")
         self.assertIn("## Reads across a rekey", md)
         self.assertIn("### Key work per read", md)
         # the generic sections of fio's numbers are there too
