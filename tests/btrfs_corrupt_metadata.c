@@ -115,7 +115,8 @@ static void expect_clean_log(const char *what)
 
 static void mkfs_mount(void)
 {
-	if (run("mkfs.btrfs -q -f -m single -b 128M %s", dev) ||
+	/* lab_mkfs(): with a test configuration's mkfs options too. */
+	if (lab_mkfs("mkfs.btrfs -q -f -m single -b 128M", dev) ||
 	    lab_mount(dev, mnt, "btrfs", NULL))
 		lab_die("mkfs or mount of %s failed", dev);
 }

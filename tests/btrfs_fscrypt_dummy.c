@@ -3,9 +3,19 @@
  * btrfs_fscrypt_dummy - the test_dummy_encryption mount option on btrfs, the
  * way fstests' "encrypt" configurations use it on ext4 and f2fs: every new
  * directory, regular file and symlink whose parent is not encrypted gets a v2
- * policy with fscrypt's built-in test key, without any ioctl.
+ * policy with fscrypt's built-in test key, without any ioctl.  As on ext4 and
+ * f2fs, it is for tests only, and the filesystem must have the encrypt
+ * feature (incompat bit ENCRYPT, 40) already: mkfs.btrfs -O encrypt (the
+ * patched btrfs-progs, patch 0008) sets it.
  *
- *  1. options:   test_dummy_encryption=v1 and =v3 are refused with EINVAL
+ *  0. feature:   on a filesystem made without -O encrypt (the superblock's
+ *                incompat flags lack bit 40), mounting with the option fails
+ *                with EINVAL, the kernel log says "test_dummy_encryption
+ *                requires the encrypt feature", and nothing on disk changes:
+ *                the bit is still clear after the refused mount, and after a
+ *                plain mount in which files are written;
+ *  1. options:   mkfs.btrfs -O encrypt sets bit 40 before any mount;
+ *                test_dummy_encryption=v1 and =v3 are refused with EINVAL
  *                (btrfs takes v2 policies only) and say so in the log;
  *                adding the option on a remount of a plain mount is refused
  *                (EINVAL); /proc/mounts shows test_dummy_encryption=v2 and
@@ -30,18 +40,40 @@
  *  6. key modes: with fscrypt_per_inode_keys too, a new file's extents are
  *                FSCRYPT_INODE; with compress-force=zstd (on a kernel that
  *                advertises encrypt_compress), a new file is compressed;
- *  7. btrfs check of the result is clean (the test key is recorded for each
- *     subvolume that holds files under it).
+ *  7. second mounts of the same filesystem (another subvol=, or the same
+ *                device again on another mount point): with the first
+ *                mounted without the option, a second one that adds it
+ *                fails with EINVAL and a log line naming the option, as does
+ *                one naming another version (=v1); with the first mounted
+ *                with it, a second one without it works (btrfs ignores
+ *                options absent from a second mount), shows the option in
+ *                /proc/mounts (one superblock) and encrypts what it creates,
+ *                and so does one repeating it;
+ *  8. btrfs check of the result is clean (the test key is recorded for each
+ *     subvolume that holds files under it);
+ *  9. zoned:     on a host-managed zoned null_blk device, mkfs.btrfs -O
+ *                encrypt is refused (or, by older programs, made and then
+ *                refused at mount with EINVAL: the kernel refuses ENCRYPT
+ *                with ZONED); on a zoned filesystem made without it, the
+ *                option is refused at mount with EINVAL.  Never a
+ *                transaction abort, a read-only filesystem or a WARN (the
+ *                old behaviour: the mount succeeded and the first mkdir
+ *                aborted); a plain mount then works and stays writable.
  *
  * fscrypt's test key is random per boot, so there is no model of the
  * ciphertext to compare with: the device is scanned for plaintext instead
  * (btrfs_fscrypt_extent_ciphertext has the model for real keys).
+ *
+ * On a kernel that still takes the option on any filesystem (sets bit 40
+ * itself), takes it on zoned filesystems, and ignores it on second mounts,
+ * steps 0, 7 and 9 fail, and step 9 WARNs on the console.
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "nullb.h"
 #include "rawdev.h"
 
 #include <dirent.h>
@@ -54,6 +86,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
@@ -63,8 +96,15 @@
 #define DUMMY "test_dummy_encryption"
 #define FILE_SIZE (1024 * 1024)
 #define BIG_SEED 0xd0770001u
+#define NEEDS_FEATURE_LOG DUMMY " requires the encrypt feature"
+#define MKFS_PLAIN "mkfs.btrfs -q -f"
+#define MKFS_ENCRYPT "mkfs.btrfs -q -f -O encrypt"
+/* Zoned mode takes single profiles (as in btrfs_fscrypt_zoned). */
+#define MKFS_ZONED "mkfs.btrfs -q -f -m single -d single"
+#define SB_OFFSET 65536
+#define ABORT_ERE "Transaction aborted|forced readonly|" LAB_LOG_SPLAT_ERE
 
-static const char *dev, *mnt;
+static const char *dev, *mnt, *mnt2;
 /* Random per run: what an earlier test left on the disk cannot match. */
 static char tag[17];
 static char dir_name[64], file_name[64], sub_name[64], link_name[64];
@@ -95,8 +135,8 @@ static int mount_opts(const char *opts)
 	return lab_mount(dev, mnt, "btrfs", opts);
 }
 
-/* Is the /proc/mounts line of @mnt holding option @opt? */
-static int mounts_has(const char *opt)
+/* Is the /proc/mounts line of @where holding option @opt? */
+static int mounts_on_has(const char *where, const char *opt)
 {
 	size_t len;
 	char *text = read_file("/proc/mounts", &len);
@@ -106,7 +146,7 @@ static int mounts_has(const char *opt)
 
 	if (!text)
 		return -1;
-	snprintf(want, sizeof(want), " %s btrfs ", mnt);
+	snprintf(want, sizeof(want), " %s btrfs ", where);
 	while (lab_next_line(&next, line, sizeof(line))) {
 		char *o;
 
@@ -120,6 +160,90 @@ static int mounts_has(const char *opt)
 	}
 	free(text);
 	return found;
+}
+
+static int mounts_has(const char *opt)
+{
+	return mounts_on_has(mnt, opt);
+}
+
+/* mkfs.btrfs @cmd on @disk; skips without it, dies if it fails. */
+static void mkfs_or_die(const char *cmd, const char *disk)
+{
+	int st = lab_mkfs(cmd, disk);
+
+	if (st == 127)
+		lab_skip("mkfs.btrfs not found (install btrfs-progs)");
+	if (st)
+		lab_die("%s %s failed with status %d", cmd, disk, st);
+}
+
+/*
+ * The incompat flags in the primary superblock of the unmounted @disk, read
+ * with O_DIRECT (what is on the device, not in a cache), into *@flags.
+ */
+static int sb_incompat(const char *disk, uint64_t *flags)
+{
+	unsigned char *sb = NULL;
+	int fd, i, ret = -1;
+
+	if (posix_memalign((void **)&sb, 4096, 4096))
+		lab_die("out of memory");
+	fd = open(disk, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 || pread(fd, sb, 4096, SB_OFFSET) != 4096)
+		printf("   cannot read the superblock of %s: " LAB_ERR_FMT "\n",
+		       disk, LAB_ERR_ARGS(errno));
+	else if (memcmp(sb + 64, "_BHRfS_M", 8))
+		printf("   no btrfs magic at %d on %s\n", SB_OFFSET, disk);
+	else
+		ret = 0;
+	if (!ret) {
+		*flags = 0;
+		for (i = 7; i >= 0; i--)
+			*flags = *flags << 8 | sb[LAB_BTRFS_SB_INCOMPAT_OFF + i];
+	}
+	if (fd >= 0)
+		close(fd);
+	free(sb);
+	return ret;
+}
+
+/* Does the superblock of @disk have the ENCRYPT bit?  1, 0, or -1. */
+static int sb_has_encrypt(const char *disk)
+{
+	uint64_t flags;
+
+	if (sb_incompat(disk, &flags))
+		return -1;
+	printf("   %s: incompat flags 0x%llx\n", disk, (unsigned long long)flags);
+	return !!(flags & LAB_BTRFS_INCOMPAT_ENCRYPT);
+}
+
+/*
+ * Mount @disk on @where with @opts, expecting EINVAL.  Returns 1 if it was
+ * refused so; if it was mounted instead, the failure is recorded and it
+ * stays mounted (returns 0), for the caller to look at and unmount.
+ */
+static int mount_refused(const char *disk, const char *where, const char *opts,
+			 const char *what)
+{
+	int ret = lab_mount(disk, where, "btrfs", opts);
+	int e = errno;
+
+	if (ret == 0) {
+		CHECK(0, "%s: mounted with %s, expected EINVAL", what, opts);
+		return 0;
+	}
+	return CHECK(e == EINVAL, "%s: mount with %s failed with " LAB_ERR_FMT
+		     ", expected EINVAL", what, opts, LAB_ERR_ARGS(e));
+}
+
+/* Is the filesystem mounted on @where read-only (statvfs)? */
+static int mounted_ro(const char *where)
+{
+	struct statvfs sv;
+
+	return statvfs(where, &sv) == 0 && (sv.f_flag & ST_RDONLY);
 }
 
 static void path_in(char *out, size_t size, const char *a, const char *b)
@@ -204,9 +328,10 @@ static void test_options(void)
 {
 	char f[PATH_MAX];
 
-	printf("\n== 1. mount options\n");
-	if (lab_mkfs("mkfs.btrfs -q -f", dev))
-		lab_die("mkfs.btrfs %s failed", dev);
+	printf("\n== 1. mkfs.btrfs -O encrypt, mount options\n");
+	mkfs_or_die(MKFS_ENCRYPT, dev);
+	CHECK(sb_has_encrypt(dev) == 1,
+	      "%s lacks the ENCRYPT incompat bit after " MKFS_ENCRYPT, dev);
 	lab_log_mark("dummy-v1");
 	CHECK_ERRNO(mount_opts(DUMMY "=v1"), EINVAL, "mount with " DUMMY "=v1");
 	CHECK(lab_log_has(DUMMY " takes v2 policies only"),
@@ -467,19 +592,176 @@ static void test_key_modes(void)
 	free(text);
 }
 
+/* ---- 0. the encrypt feature -------------------------------------------- */
+
+static void test_feature(void)
+{
+	/* Not the names and markers that step 3 looks for on the device. */
+	unsigned char *data = lab_pattern(64 * 1024, BIG_SEED + 2);
+	char d[PATH_MAX], f[PATH_MAX];
+
+	printf("\n== 0. " DUMMY " needs the encrypt feature\n");
+	mkfs_or_die(MKFS_PLAIN, dev);
+	if (!CHECK(sb_has_encrypt(dev) == 0,
+		   "%s has the ENCRYPT incompat bit after " MKFS_PLAIN, dev))
+		return;
+	lab_log_mark("dummy-no-feature");
+	if (!mount_refused(dev, mnt, DUMMY, "a filesystem without ENCRYPT")) {
+		/* What the option did before: the bit at the first mkdir. */
+		path_in(d, sizeof(d), "feature-dir", NULL);
+		CHECK_OK(mkdir(d, 0755), "mkdir %s", d);
+		CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	}
+	lab_log_show(10);
+	CHECK(lab_log_has(NEEDS_FEATURE_LOG),
+	      "no kernel log line says \"" NEEDS_FEATURE_LOG "\"");
+	CHECK(sb_has_encrypt(dev) == 0,
+	      "the ENCRYPT bit is set on %s after mounting with " DUMMY, dev);
+
+	/* A plain mount is unaffected and leaves the bit alone. */
+	if (mount_opts(NULL))
+		lab_die("cannot mount %s", dev);
+	path_in(f, sizeof(f), "feature-file", NULL);
+	CHECK_OK(write_file(f, data, 64 * 1024), "write %s", f);
+	CHECK(mounts_has("test_dummy_encryption=v2") == 0,
+	      "/proc/mounts shows the option on a plain mount");
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	CHECK(sb_has_encrypt(dev) == 0,
+	      "the ENCRYPT bit is set on %s after a plain mount", dev);
+	free(data);
+}
+
+/* ---- 7. second mounts ---------------------------------------------------- */
+
+/* A second mount of @dev on mnt2 with @opts must fail with EINVAL and log. */
+static void second_mount_refused(const char *opts, const char *what)
+{
+	lab_log_mark("dummy-second-mount");
+	if (!mount_refused(dev, mnt2, opts, what))
+		CHECK_OK(lab_umount(mnt2), "umount %s", mnt2);
+	CHECK(lab_log_has(DUMMY),
+	      "%s: no kernel log line names " DUMMY " after the refusal", what);
+}
+
+static void test_second_mount(void)
+{
+	char f[PATH_MAX];
+
+	printf("\n== 7. second mounts of the filesystem\n");
+	if (mount_opts(NULL))
+		lab_die("cannot mount %s", dev);
+	lab_btrfs_subvol(mnt, "sv2", -1);
+	second_mount_refused("subvol=sv2," DUMMY,
+			     "another subvolume, adding the option");
+	second_mount_refused(DUMMY, "the same device again, adding the option");
+	second_mount_refused("subvol=sv2," DUMMY "=v1",
+			     "another subvolume, naming v1");
+	/* The first mount is as it was. */
+	CHECK(mounts_has("test_dummy_encryption=v2") == 0,
+	      "/proc/mounts shows the option on the first (plain) mount");
+	path_in(f, sizeof(f), "sv2", "plain-second");
+	CHECK_OK(write_file(f, plain, 4096), "write %s", f);
+	{
+		struct fscrypt_get_policy_ex_arg pol;
+
+		CHECK_ERRNO(lab_get_policy_ex(f, &pol), ENODATA,
+			    "policy of %s, made on the plain mount", f);
+	}
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+
+	/* First with the option: a second mount without it or with it works. */
+	if (mount_opts(DUMMY))
+		lab_die("cannot mount %s with " DUMMY, dev);
+	if (CHECK_OK(lab_mount(dev, mnt2, "btrfs", "subvol=sv2"),
+		     "second mount (subvol=sv2) without the option")) {
+		CHECK(mounts_on_has(mnt2, "test_dummy_encryption=v2") == 1,
+		      "/proc/mounts lacks the option on %s (one superblock)", mnt2);
+		lab_pathf(f, sizeof(f), "%s/second-%s", mnt2, tag);
+		CHECK_OK(write_file(f, big, 64 * 1024), "write %s", f);
+		check_encrypted(f);
+		lab_drop_caches("3");
+		CHECK_FILE_EQUALS(f, big, 64 * 1024);
+		CHECK_OK(lab_umount(mnt2), "umount %s", mnt2);
+	}
+	if (CHECK_OK(lab_mount(dev, mnt2, "btrfs", "subvol=sv2," DUMMY),
+		     "second mount (subvol=sv2) repeating the option"))
+		CHECK_OK(lab_umount(mnt2), "umount %s", mnt2);
+	CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+}
+
+/* ---- 9. zoned ------------------------------------------------------------ */
+
+static void test_zoned(void)
+{
+	char d[PATH_MAX], f[PATH_MAX], why[256];
+	const char *zdev;
+	int st;
+
+	printf("\n== 9. zoned filesystems\n");
+	zdev = lab_nullb_zoned("labdummy", 1024, 16, why, sizeof(why));
+	if (!zdev) {
+		/* Not a skip of the whole test: steps 0-8 ran. */
+		printf("   zoned: not tested, %s\n", why);
+		return;
+	}
+	lab_log_mark("dummy-zoned-mkfs");
+	st = lab_mkfs(MKFS_ZONED " -O encrypt", zdev);
+	if (st == 0) {
+		printf("   mkfs.btrfs made a zoned filesystem with ENCRYPT: the mount must refuse it\n");
+		if (!mount_refused(zdev, mnt, NULL, "zoned with ENCRYPT"))
+			CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	} else {
+		CHECK(st == 1, "mkfs.btrfs -O encrypt on zoned %s: status %d, expected 1",
+		      zdev, st);
+	}
+
+	mkfs_or_die(MKFS_ZONED, zdev);
+	lab_log_mark("dummy-zoned-mount");
+	if (!mount_refused(zdev, mnt, DUMMY, "zoned without ENCRYPT")) {
+		/* Before the fix, the first mkdir aborted the transaction. */
+		path_in(d, sizeof(d), dir_name, NULL);
+		CHECK_OK(mkdir(d, 0755), "mkdir %s on zoned with " DUMMY, d);
+		CHECK(!mounted_ro(mnt), "zoned with " DUMMY ": forced read-only");
+		CHECK_OK(lab_umount(mnt), "umount %s", mnt);
+	}
+	lab_log_show(10);
+	CHECK(!lab_log_has(ABORT_ERE),
+	      "the kernel log has an abort, a read-only switch or a splat");
+
+	/* The filesystem is intact and writable. */
+	if (!CHECK_OK(lab_mount(zdev, mnt, "btrfs", NULL), "plain mount of zoned %s",
+		      zdev))
+		goto out;
+	CHECK(!mounted_ro(mnt), "zoned %s mounted read-only", zdev);
+	path_in(f, sizeof(f), plain_name, NULL);
+	CHECK_OK(write_file(f, plain, 64 * 1024), "write %s", f);
+	CHECK_OK(fsync_path(f), "fsync %s", f);
+	lab_drop_caches("3");
+	CHECK_FILE_EQUALS(f, plain, 64 * 1024);
+	if (CHECK_OK(lab_umount(mnt), "umount %s", mnt))
+		lab_btrfs_check_clean(zdev, "the zoned filesystem");
+out:
+	lab_nullb_remove();
+}
+
 int main(void)
 {
 	dev = lab_env("SCRATCH_DEV");
 	mnt = lab_env("SCRATCH_MNT");
+	mnt2 = lab_env("SCRATCH_MNT2");
 	make_names();
 
+	test_feature();
 	test_options();
 	test_contents();
 	test_device();
 	test_remount();
 	test_snapshot();
 	test_key_modes();
-	printf("\n== 7. btrfs check\n");
+	test_second_mount();
+	printf("\n== 8. btrfs check\n");
 	lab_btrfs_check_clean(dev, "the filesystem written under " DUMMY);
+	/* Last: before the fix, it aborts a transaction with a WARN. */
+	test_zoned();
 	return lab_result(TEST_NAME);
 }

@@ -54,6 +54,13 @@
  *            other gets EBUSY or moves nothing;
  *  back:     sv moved back K2 -> K1 (counts of everything added since);
  *            every file byte-exact; the same request again moves nothing;
+ *  progs:    the patched `btrfs subvolume rekey` on svc (K1 on svc/d):
+ *            --help, a malformed identifier, an absent key, --list, the
+ *            rekey and the same again; --status counts d's directories,
+ *            symlinks and files under K1 before and under K2 after, says
+ *            no rekey is left unfinished, and with a second tree svc/x
+ *            under K1 says two keys, none in a directory under another
+ *            key, and prints both commands, the first of which moves x;
  *  check:    the patched `btrfs check` is clean at the end.
  */
 #include "btrfs_items.h"
@@ -1756,10 +1763,66 @@ static void progs_says(const char *args, const char *path, int want,
 }
 
 /*
+ * `btrfs subvolume rekey --status` on svc: one line per key with the
+ * counts @counts of @key, and the verdict @verdict.
+ */
+static void status_says(const char *key, const char *counts, const char *verdict)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "%s: %s", key, counts);
+	progs_says("subvolume rekey --status", svc.sub, 0, want);
+	progs_says("subvolume rekey --status", svc.sub, 0, verdict);
+}
+
+/*
+ * --status with a second directory tree, svc/x under K1, beside svc/d under
+ * K2: two keys, no object in a directory under another key, and the two
+ * commands; the first one moves x, after which one key is left.  x is
+ * removed again, so svc is its model.
+ */
+static void progs_status_two_keys(const char *k1, const char *k2)
+{
+	char x[PATH_MAX], xf[PATH_MAX], cmd[PATH_MAX + 128], *out = NULL;
+	unsigned char *data = lab_pattern(BLK, next_seed++);
+
+	PATHF(x, "%s/x", svc.sub);
+	PATHF(xf, "%s/x/f", svc.sub);
+	if (!CHECK_OK(mkdir(x, 0755), "mkdir %s", x) ||
+	    !CHECK_OK(lab_set_policy(x, ids[1]), "policy K1 on %s", x) ||
+	    !CHECK_OK(write_file(xf, data, BLK), "write %s", xf))
+		goto out;
+	sync();
+	status_says(k1, "1 directories, 0 symlinks, 1 files",
+		    "but no object is in a directory under another key");
+	status_says(k2, "2 directories, 1 symlinks, 1 files", "under 2 master key(s)");
+	PATHF(cmd, "btrfs subvolume rekey --from %s --to %s %s", k1, k2, svc.sub);
+	progs_says("subvolume rekey --status", svc.sub, 0, cmd);
+	PATHF(cmd, "btrfs subvolume rekey --from %s --to %s %s", k2, k1, svc.sub);
+	progs_says("subvolume rekey --status", svc.sub, 0, cmd);
+	/* The first command, as printed, moves x. */
+	PATHF(cmd, "subvolume rekey --from %s --to %s", k1, k2);
+	progs_says(cmd, svc.sub, 0, "1 directories (1 names), 0 symlinks, 1 files");
+	status_says(k2, "3 directories, 1 symlinks, 2 files",
+		    "no rekey is left unfinished");
+	if (lab_run_capture("btrfs subvolume rekey --status", svc.sub, &out) == 0)
+		CHECK(out && !strstr(out, k1), "--status shows K1 after the rekey of x:\n%s",
+		      out ? out : "");
+	free(out);
+	CHECK_FILE_EQUALS(xf, data, BLK);
+out:
+	CHECK_OK(unlink(xf), "unlink %s", xf);
+	CHECK_OK(rmdir(x), "rmdir %s", x);
+	sync();
+	free(data);
+}
+
+/*
  * `btrfs subvolume rekey` of the image's patched btrfs-progs on svc (the
  * policy K1 on svc/d, the root unencrypted, so --from is needed): --help, a
- * malformed identifier, an absent key (nothing moves), --list before and
- * after, the rekey itself, and the same command again.
+ * malformed identifier, an absent key (nothing moves), --list and --status
+ * before and after, the rekey itself, and the same command again; then
+ * --status with two keys (progs_status_two_keys()).
  */
 static void progs_cli(void)
 {
@@ -1790,6 +1853,9 @@ static void progs_cli(void)
 	if (lab_run_capture("btrfs subvolume rekey --list", svc.sub, &out) == 0)
 		CHECK(out && !strstr(out, k2), "--list shows K2 before the rekey");
 	free(out);
+	/* d, e, e/s, f: what the rekey below reports moving. */
+	status_says(k1, "2 directories, 1 symlinks, 1 files",
+		    "no rekey is left unfinished");
 
 	snprintf(args, sizeof(args), "subvolume rekey --from %s --to %s", k1, k2);
 	progs_says(args, svc.sub, 0, "2 directories (3 names), 1 symlinks, 1 files");
@@ -1798,6 +1864,9 @@ static void progs_cli(void)
 	check_records_both(svc.sub, "svc after btrfs subvolume rekey");
 	progs_says("subvolume rekey --list", svc.sub, 0, k2);
 	progs_says(args, svc.sub, 0, "nothing was left under the old key");
+	status_says(k2, "2 directories, 1 symlinks, 1 files",
+		    "no rekey is left unfinished");
+	progs_status_two_keys(k1, k2);
 	drop_caches();
 	check_tree(&svc, BOTH, "after btrfs subvolume rekey");
 }

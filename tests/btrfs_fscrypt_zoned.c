@@ -11,7 +11,8 @@
  * refuses to set a policy there, with EOPNOTSUPP and a log line.
  *
  * The zoned device is a memory-backed null_blk device made through configfs
- * (CONFIG_BLK_DEV_NULL_BLK, CONFIG_BLK_DEV_ZONED in patches/config).  For
+ * (lib/nullb.c; CONFIG_BLK_DEV_NULL_BLK, CONFIG_BLK_DEV_ZONED in
+ * patches/config).  For
  * each key mode (a default mount, and fscrypt_per_inode_keys):
  *
  *  - an unencrypted file written, fsynced and read back after a cache drop
@@ -36,6 +37,7 @@
 #include "crc32c.h"
 #include "fscrypt_util.h"
 #include "lab.h"
+#include "nullb.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -49,9 +51,6 @@
 #include <linux/fs.h>
 
 #define TEST_NAME "btrfs_fscrypt_zoned"
-#define CONFIGFS "/sys/kernel/config"
-#define NULLB_DIR CONFIGFS "/nullb"
-#define NULLB_NAME "labzoned"
 #define ZONED_SIZE_MB 1024
 #define ZONE_SIZE_MB 16
 #define KEY_SEED 0x20dedu
@@ -68,112 +67,7 @@
 #define INCOMPAT_ZONED (1ULL << 12)
 #define INCOMPAT_ENCRYPT LAB_BTRFS_INCOMPAT_ENCRYPT
 
-static char nullb[PATH_MAX];	/* configfs directory of our device */
-static char dev[64];		/* /dev/nullbN */
-static int powered;
-
-static int write_attr(const char *attr, const char *val)
-{
-	char path[PATH_MAX];
-	int fd, ret = 0;
-	size_t len = strlen(val);
-
-	PATHF(path, "%s/%s", nullb, attr);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (write(fd, val, len) != (ssize_t)len)
-		ret = -1;
-	close(fd);
-	return ret;
-}
-
-static void remove_device(void)
-{
-	if (!nullb[0])
-		return;
-	if (powered && write_attr("power", "0") < 0)
-		printf("# could not power off %s: " LAB_ERR_FMT "\n", nullb,
-		       LAB_ERR_ARGS(errno));
-	if (rmdir(nullb) < 0)
-		printf("# could not remove %s: " LAB_ERR_FMT "\n", nullb,
-		       LAB_ERR_ARGS(errno));
-	nullb[0] = '\0';
-}
-
-/* Make a memory-backed, host-managed zoned null_blk device; name it in dev. */
-static void make_zoned_device(void)
-{
-	static const struct {
-		const char *attr, *val;
-	} attrs[] = {
-		{ "size", "1024" },	/* MiB; ZONED_SIZE_MB */
-		{ "blocksize", "4096" },
-		{ "memory_backed", "1" },
-		{ "zoned", "1" },
-		{ "zone_size", "16" },	/* MiB; ZONE_SIZE_MB */
-		{ "zone_nr_conv", "0" },
-	};
-	char path[PATH_MAX], *idx;
-	struct stat st;
-	size_t i, len;
-
-	_Static_assert(ZONED_SIZE_MB == 1024 && ZONE_SIZE_MB == 16,
-		       "keep attrs[] in step with the sizes");
-	if (stat(NULLB_DIR, &st) < 0) {
-		if (stat(CONFIGFS, &st) == 0 &&
-		    mount("configfs", CONFIGFS, "configfs", 0, NULL) < 0 &&
-		    errno != EBUSY)
-			printf("# mount configfs: " LAB_ERR_FMT "\n",
-			       LAB_ERR_ARGS(errno));
-		if (stat(NULLB_DIR, &st) < 0)
-			lab_skip("no %s (kernel without CONFIG_BLK_DEV_NULL_BLK or CONFIG_CONFIGFS_FS): no zoned device to test on",
-				 NULLB_DIR);
-	}
-
-	PATHF(nullb, "%s/%s", NULLB_DIR, NULLB_NAME);
-	if (mkdir(nullb, 0755) < 0)
-		lab_die("mkdir %s: " LAB_ERR_FMT, nullb, LAB_ERR_ARGS(errno));
-	atexit(remove_device);
-	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
-		if (write_attr(attrs[i].attr, attrs[i].val) < 0)
-			lab_die("null_blk %s=%s: " LAB_ERR_FMT, attrs[i].attr,
-				attrs[i].val, LAB_ERR_ARGS(errno));
-	if (write_attr("power", "1") < 0) {
-		if (errno == EOPNOTSUPP)
-			lab_skip("null_blk refuses zoned=1 (" LAB_ERR_FMT "): kernel without CONFIG_BLK_DEV_ZONED",
-				 LAB_ERR_ARGS(errno));
-		lab_die("null_blk power=1: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-	}
-	powered = 1;
-
-	/*
-	 * The disk is named after the configfs directory on this kernel
-	 * ("null_blk: disk labzoned created"); older ones named it
-	 * nullb<index>.
-	 */
-	if (access("/sys/block/" NULLB_NAME, F_OK) == 0) {
-		PATHF(dev, "/dev/%s", NULLB_NAME);
-	} else {
-		PATHF(path, "%s/index", nullb);
-		idx = read_file(path, &len);
-		if (!idx)
-			lab_die("read %s: " LAB_ERR_FMT, path,
-				LAB_ERR_ARGS(errno));
-		PATHF(dev, "/dev/nullb%d", atoi(idx));
-		free(idx);
-	}
-	PATHF(path, "/sys/block/%s/queue/zoned", dev + 5);
-	idx = read_file(path, &len);
-	if (!idx)
-		lab_die("read %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
-	printf("# %s: %d MiB, %d MiB zones, zoned=%s", dev, ZONED_SIZE_MB,
-	       ZONE_SIZE_MB, idx);
-	if (!CHECK(!strncmp(idx, "host-managed", 12),
-		   "%s is not host-managed: %s", dev, idx))
-		lab_die("the device is not zoned; nothing to test");
-	free(idx);
-}
+static char dev[PATH_MAX];	/* the zoned device, /dev/... */
 
 static size_t log_mentions(const char *needle)
 {
@@ -369,9 +263,15 @@ out:
 int main(void)
 {
 	const char *mnt = lab_env("SCRATCH_MNT");
+	const char *zdev;
+	char why[256];
 
 	crafted_zoned_super(lab_env("SCRATCH_DEV"), mnt);
-	make_zoned_device();
+	zdev = lab_nullb_zoned("labzoned", ZONED_SIZE_MB, ZONE_SIZE_MB, why,
+			       sizeof(why));
+	if (!zdev)
+		lab_skip("%s", why);
+	PATHF(dev, "%s", zdev);
 	one_mode(mnt, NULL);
 	one_mode(mnt, LAB_BTRFS_PER_INODE_KEYS_OPT);
 	return lab_result(TEST_NAME);

@@ -59,9 +59,11 @@ for conf in /job/configs/*.conf; do
 	for name in $TESTS; do
 		[ -x "/job/tests/bin/$name" ] || continue
 		wanted "$name@$cfg" || wanted "$cfg" || continue
-		printf '%s: %s\nmount options of every btrfs mount: %s\n' \
-			"$cfg" "$DESCRIPTION" "$BTRFS_MOUNT_OPTS" >"$RESULTS/tests/$name@$cfg.log"
+		printf '%s: %s\nmkfs.btrfs options: %s\nmount options of every btrfs mount: %s\n' \
+			"$cfg" "$DESCRIPTION" "${BTRFS_MKFS_OPTS:-}" "$BTRFS_MOUNT_OPTS" \
+			>"$RESULTS/tests/$name@$cfg.log"
 		run_test "$name@$cfg" "/job/tests/bin/$name" \
+			"LAB_BTRFS_MKFS_OPTS=${BTRFS_MKFS_OPTS:-}" \
 			"LAB_BTRFS_MOUNT_OPTS=$BTRFS_MOUNT_OPTS"
 	done )
 done

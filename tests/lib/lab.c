@@ -225,8 +225,23 @@ int run(const char *fmt, ...)
 	return st;
 }
 
+/* Is the program of @cmd (its first word) mkfs.btrfs, by any path? */
+static int lab_is_mkfs_btrfs(const char *cmd)
+{
+	static const char prog[] = "mkfs.btrfs";
+	size_t n = strcspn(cmd, " \t"), len = sizeof(prog) - 1;
+
+	return n >= len && !strncmp(cmd + n - len, prog, len) &&
+	       (n == len || cmd[n - len - 1] == '/');
+}
+
 int lab_mkfs(const char *mkfs_cmd, const char *dev)
 {
+	const char *extra = getenv(LAB_BTRFS_MKFS_OPTS_ENV);
+
+	/* A test configuration's mkfs options (tests/configs/): btrfs only. */
+	if (extra && *extra && lab_is_mkfs_btrfs(mkfs_cmd))
+		return run("%s %s %s", mkfs_cmd, extra, dev);
 	return run("%s %s", mkfs_cmd, dev);
 }
 

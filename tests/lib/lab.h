@@ -125,8 +125,19 @@ void lab_pathf(char *out, size_t size, const char *fmt, ...) LAB_PRINTF(3, 4);
  */
 int run(const char *fmt, ...) LAB_PRINTF(1, 2);
 
-/* run("<mkfs_cmd> <dev>"); returns the exit status like run(). */
+/*
+ * run("<mkfs_cmd> <dev>"); returns the exit status like run().  When the
+ * command is mkfs.btrfs, the options of $LAB_BTRFS_MKFS_OPTS (if set) go
+ * between them.
+ */
 int lab_mkfs(const char *mkfs_cmd, const char *dev);
+
+/*
+ * Options that a test configuration (tests/configs/, e.g. "encrypt":
+ * -O encrypt, which test_dummy_encryption needs) adds to every mkfs.btrfs
+ * that lab_mkfs() runs.
+ */
+#define LAB_BTRFS_MKFS_OPTS_ENV "LAB_BTRFS_MKFS_OPTS"
 
 /*
  * Options that a test configuration (tests/configs/, e.g. "encrypt":

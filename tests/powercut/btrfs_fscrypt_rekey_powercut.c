@@ -100,6 +100,12 @@
  *	every symlink reached reads its target; every file reached (policy
  *	checked too) is compared with its model (per byte, as above; the
  *	static files exactly);
+ *	Then, still mounted, the patched `btrfs subvolume rekey --status` of
+ *	the subvolume must give, for each key with objects, the directories,
+ *	symlinks and files step 1 counted under it (and name no other key);
+ *	with one key, say that no rekey is left unfinished; with two, print
+ *	both commands (from Kx to Ky and back), and say that a rekey was
+ *	interrupted if step 2 met an EPERM boundary;
  *   3. unmounted: `btrfs check --readonly` must be clean;
  *   4. only with a rekey in flight: mounted again, the same rekey (Kx to
  *	Ky) must return 0 having moved exactly the directories (with their
@@ -1552,6 +1558,57 @@ static int rp_mount_keys(struct rp_stats *st)
 }
 
 /*
+ * `btrfs subvolume rekey --status` of sv at the cut (btrfs-progs patch
+ * 0009): per key the counts of @w, the walk of step 1, and the verdict.
+ */
+static void rp_check_status(struct rp_stats *st, const struct rp_walk *w)
+{
+	char id[3][2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1], want[PATH_MAX + 256];
+	uint64_t e0 = st->errors;
+	char *out = NULL;
+	int k, j, nkeys = 0;
+
+	for (k = 1; k <= 2; k++)
+		for (j = 0; j < FSCRYPT_KEY_IDENTIFIER_SIZE; j++)
+			sprintf(id[k] + 2 * j, "%02x", ids[k][j]);
+	if (lab_run_capture("btrfs subvolume rekey --status", sv_path, &out)) {
+		rp_err(st, "btrfs subvolume rekey --status %s failed:\n%s", sv_path,
+		       out ? out : "");
+		free(out);
+		return;
+	}
+	for (k = 1; k <= 2; k++) {
+		if (!(w->dirs[k] + w->syms[k] + w->files[k])) {
+			if (strstr(out, id[k]))
+				rp_err(st, "--status names K%d, which no object is under", k);
+			continue;
+		}
+		nkeys++;
+		PATHF(want, "%s: %llu directories, %llu symlinks, %llu files", id[k],
+		      (unsigned long long)w->dirs[k], (unsigned long long)w->syms[k],
+		      (unsigned long long)w->files[k]);
+		if (!strstr(out, want))
+			rp_err(st, "--status does not say \"%s\" (K%d)", want, k);
+	}
+	if (nkeys == 1 && !strstr(out, "no rekey is left unfinished"))
+		rp_err(st, "--status with one key does not say that no rekey is left unfinished");
+	if (nkeys == 2) {
+		if (st->eperm && !strstr(out, "A rekey was interrupted"))
+			rp_err(st, "--status does not say that a rekey was interrupted (%llu EPERM boundaries)",
+			       (unsigned long long)st->eperm);
+		for (k = 1; k <= 2; k++) {
+			PATHF(want, "btrfs subvolume rekey --from %s --to %s %s", id[k],
+			      id[3 - k], sv_path);
+			if (!strstr(out, want))
+				rp_err(st, "--status does not print \"%s\"", want);
+		}
+	}
+	printf("powercut: btrfs subvolume rekey --status: %d key(s), %s\n", nkeys,
+	       st->errors != e0 ? "errors (above)" : "as the walk found");
+	free(out);
+}
+
+/*
  * The rekey in flight (Kx to Ky), run again: what step 1 found under Kx
  * moves (the counts in *@a); then everything is under Ky; once more, it
  * moves nothing.  1 if that last run moved nothing, 0 if not, -1 if it
@@ -1670,6 +1727,7 @@ static int rp_verify(int selfcheck)
 		rp_live_dir(&st, &md, 0, enc_path);
 		printf("powercut: by path: %llu lookups or opens across a key boundary refused with EPERM%s\n",
 		       (unsigned long long)st.eperm, ky ? " (left for the rerun)" : "");
+		rp_check_status(&st, &w1);
 		if (!ky && md.last_rekey) {
 			/* a durable rekey run again moves nothing */
 			r = rp_rekey((int)md.last_rekey->from, (int)md.last_rekey->to, &again,
