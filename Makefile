@@ -57,7 +57,7 @@ endef
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
-	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
+	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress rekey-adversary\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [REKEY_ADVERSARY_SECONDS=1800] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
@@ -117,19 +117,22 @@ test:
 
 # Issue #14's reliability figures on the debug kernel (tests/run-reliability.sh):
 # fuzzed images, power cuts (during writes; during rekeys, part powercut-rekey,
-# also POWERCUT_CUTS cuts), key removal under load, concurrent stress; one
-# table in build/reliability/<date>-<time>/summary.md. PARTS picks some.
+# also POWERCUT_CUTS cuts), key removal under load, concurrent stress, rekeys
+# beside a concurrent adversary (issue #33; at least 30 minutes); one table in
+# build/reliability/<date>-<time>/summary.md. PARTS picks some.
 FUZZ_IMAGES ?= 1000
 POWERCUT_CUTS ?= 100
 KEYLOAD_SECONDS ?= 300
 STRESS_SECONDS ?= 600
+REKEY_ADVERSARY_SECONDS ?= 1800
 reliability:
 	@$(MAKE) -s kernel FLAVOR=debug
 	@$(MAKE) -s image tests-bin
 	$(call need,$(APT_VM))
 	@FUZZ_IMAGES="$(FUZZ_IMAGES)" FUZZ_SEED="$(FUZZ_SEED)" FUZZ_REPLAY="$(FUZZ_REPLAY)" \
 		POWERCUT_CUTS="$(POWERCUT_CUTS)" KEYLOAD_SECONDS="$(KEYLOAD_SECONDS)" \
-		STRESS_SECONDS="$(STRESS_SECONDS)" RELIABILITY_PARTS="$(PARTS)" \
+		STRESS_SECONDS="$(STRESS_SECONDS)" REKEY_ADVERSARY_SECONDS="$(REKEY_ADVERSARY_SECONDS)" \
+		RELIABILITY_PARTS="$(PARTS)" \
 		tests/run-reliability.sh
 
 shell:

@@ -19,6 +19,13 @@
 #                                    and drop_caches for STRESS_SECONDS, then
 #                                    scrub, btrfs check and the raw-device
 #                                    scan for plaintext
+#   rekey-adversary                  rekeys of a subvolume in a loop for
+#             tests/run-rekey-adversary.sh  REKEY_ADVERSARY_SECONDS beside
+#                                    tasks (some unprivileged) that hold
+#                                    inodes, set policies, rename, unlink,
+#                                    write, reflink, remove keys and
+#                                    snapshot; then every name on the
+#                                    device against the OpenSSL model
 #
 # Each driver writes <part>/figures.tsv (key TAB value) and exits 0 when the
 # part is clean, 1 when it found a problem, 2 on a setup error. This script
@@ -28,7 +35,7 @@
 #
 # Environment:
 #   RELIABILITY_PARTS  parts to run (default "fuzz powercut powercut-rekey
-#                      keyload stress")
+#                      keyload stress rekey-adversary")
 #   RELIABILITY_OUT    run directory (default build/reliability/<date>-<time>,
 #                      linked from build/reliability/latest)
 #   RELIABILITY_JOBS   parts run at once (default 1; each part is one VM
@@ -53,12 +60,13 @@ if [ -n "${FUZZ_REPLAY:-}" ] || [ -n "${FUZZ_REPORT:-}" ]; then
 	exec "$top/tests/run-fuzz.sh"
 fi
 
-all_parts="fuzz powercut powercut-rekey keyload stress"
+all_parts="fuzz powercut powercut-rekey keyload stress rekey-adversary"
 declare -A driver=([fuzz]=run-fuzz.sh [powercut]=run-powercut.sh
 	[powercut-rekey]=run-powercut.sh [keyload]=run-keyload.sh
-	[stress]=run-stress.sh)
+	[stress]=run-stress.sh [rekey-adversary]=run-rekey-adversary.sh)
 declare -A outvar=([fuzz]=FUZZ_RUN_OUT [powercut]=POWERCUT_OUT
-	[powercut-rekey]=POWERCUT_OUT [keyload]=KEYLOAD_OUT [stress]=STRESS_OUT)
+	[powercut-rekey]=POWERCUT_OUT [keyload]=KEYLOAD_OUT [stress]=STRESS_OUT
+	[rekey-adversary]=REKEY_ADVERSARY_OUT)
 # what a part's driver gets besides its output directory
 declare -A partenv=([powercut-rekey]=POWERCUT_BIN=$build/tests/powercut/btrfs_fscrypt_rekey_powercut)
 
@@ -172,6 +180,16 @@ for p in $parts; do
 		bad=$(( $(num stress mismatches) + $(num stress scrub_errors) +
 			$(num stress check_errors) + $(num stress leak_hits) ))
 		[ "$(fig stress control_found)" = 1 ] || bad=$((bad + 1)) ;;
+	rekey-adversary)
+		what="$(dur "$(fig rekey-adversary seconds)") of adversary: $(val rekey-adversary rekeys_completed) rekeys completed of $(val rekey-adversary rekeys_tried) tried, $(val rekey-adversary ops) operations"
+		checked="$(val rekey-adversary names_checked) names on the device, $(val rekey-adversary files_checked) files and symlinks by path; btrfs check clean: $(val rekey-adversary check_clean)"
+		clean="rekeys refused: $(val rekey-adversary rekeys_busy) EBUSY, $(val rekey-adversary rekeys_enokey) ENOKEY"
+		lost="$(val rekey-adversary failures) failures ($(val rekey-adversary live_failures) during the run), $(val rekey-adversary aborts) transaction aborts, read-only: $(val rekey-adversary went_ro)"
+		bad=$(( $(num rekey-adversary failures) + $(num rekey-adversary live_failures) +
+			$(num rekey-adversary aborts) + $(num rekey-adversary went_ro) +
+			$(num rekey-adversary kmsg_bad) ))
+		[ "$(fig rekey-adversary check_clean)" = 1 ] || bad=$((bad + 1))
+		[ "$(num rekey-adversary rekeys_completed)" != 0 ] || bad=$((bad + 1)) ;;
 	esac
 	splats=$(val "$p" splats)
 	src=$(cat "$out/$p.source" 2>/dev/null)
