@@ -181,12 +181,7 @@ static size_t nblocks(size_t size)
 /* 1, 2 or 3 if @id is K1, K2 or K3; 0 if another key. */
 static int key_of(const uint8_t *id)
 {
-	int k;
-
-	for (k = 1; k <= 3; k++)
-		if (!memcmp(id, ids[k], FSCRYPT_KEY_IDENTIFIER_SIZE))
-			return k;
-	return 0;
+	return lab_rekey_key_index(id, ids, 3);
 }
 
 static const char *have_str(unsigned have)

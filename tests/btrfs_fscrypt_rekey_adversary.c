@@ -381,12 +381,7 @@ static void join(char *out, const char *dir, const char *name)
 
 static int key_of(const uint8_t *id)
 {
-	int k;
-
-	for (k = 1; k <= 3; k++)
-		if (!memcmp(id, ids[k], FSCRYPT_KEY_IDENTIFIER_SIZE))
-			return k;
-	return 0;
+	return lab_rekey_key_index(id, ids, 3);
 }
 
 static int add_key_fd(int fd, int k)

@@ -25,3 +25,15 @@ int lab_rekey_at(const char *parent, struct btrfs_ioctl_fscrypt_rekey_args *a)
 {
 	return lab_ioctl_path(parent, BTRFS_IOC_FSCRYPT_REKEY, a);
 }
+
+int lab_rekey_key_index(const uint8_t *id, const void *ids, int nr)
+{
+	const uint8_t *each = ids;
+	int k;
+
+	for (k = 1; k <= nr; k++)
+		if (!memcmp(id, each + k * FSCRYPT_KEY_IDENTIFIER_SIZE,
+			    FSCRYPT_KEY_IDENTIFIER_SIZE))
+			return k;
+	return 0;
+}

@@ -60,6 +60,13 @@ void lab_rekey_args(struct btrfs_ioctl_fscrypt_rekey_args *a, const char *name,
 		    const uint8_t from[FSCRYPT_KEY_IDENTIFIER_SIZE],
 		    const struct fscrypt_policy_v2 *to);
 
+/*
+ * Which of the keys @ids[1] .. @ids[@nr] is @id, where @ids is an array of
+ * identifiers (uint8_t [][FSCRYPT_KEY_IDENTIFIER_SIZE]; the tests number their
+ * keys K1, K2, ... from 1, @ids[0] is not looked at): its number, or 0.
+ */
+int lab_rekey_key_index(const uint8_t *id, const void *ids, int nr);
+
 /* Did the rekey @a report that it moved nothing at all? */
 int lab_rekey_moved_nothing(const struct btrfs_ioctl_fscrypt_rekey_args *a);
 

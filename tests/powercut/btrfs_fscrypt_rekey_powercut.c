@@ -276,12 +276,7 @@ static const uint32_t key_seed[3] = { 0, RP_KEY_SEED1, RP_KEY_SEED2 };
 /* 1 or 2 if @id is K1 or K2; 0 if another key. */
 static int key_of(const uint8_t *id)
 {
-	int k;
-
-	for (k = 1; k <= 2; k++)
-		if (!memcmp(id, ids[k], FSCRYPT_KEY_IDENTIFIER_SIZE))
-			return k;
-	return 0;
+	return lab_rekey_key_index(id, ids, 2);
 }
 
 /* The raw keys and their identifiers (the header's must be these). */
