@@ -272,7 +272,7 @@ static int stopping(void)
 
 static LAB_PRINTF(2, 3) void adv_fail(const char *who, const char *fmt, ...)
 {
-	char buf[256];
+	char buf[1024];	/* a 255-byte name and what went wrong with it */
 	va_list ap;
 	long i;
 
