@@ -78,7 +78,17 @@
  *          space filled, the rekey back returns 0 (everything moved) or
  *          ENOSPC (nothing moved), and once the space is back (the filler
  *          deleted, `btrfs balance start -dusage=0`, if that can run) the
- *          same rekey completes.
+ *          same rekey completes;
+ *  a1_readlink_straddles (found by btrfs_fscrypt_rekey_adversary: a
+ *          readlink through the second mount gave a wrong target once) a
+ *          K1 symlink moved out of d into the unencrypted root is read
+ *          (readlink, from a cwd in that root) while the rekey moves d,
+ *          with btrfs.symlink_read_delay_ms (a knob of the lab series)
+ *          holding the readlink 20 s between reading the stored target and
+ *          decrypting it: the rekey returns 0, the readlink gives the
+ *          target or EBUSY (no key can be set up during a rekey), and a
+ *          readlink after it and one after drop_caches give the target;
+ *          nothing is left under K1.  Skipped on a kernel without the knob.
  */
 #include "btrfs_items.h"
 #include "btrfs_leaf.h"
@@ -182,6 +192,10 @@ struct shared {
 	int h_fd;
 	int h_ret, h_err;
 	int h_setup_err;
+	/* a1: the readlink */
+	char rl_target[256];
+	int rl_ret, rl_err;
+	long long rl_start_ms, rl_end_ms;
 	/* N2: per attempt */
 	int u_n;
 	int u_mk_err[MAX_U], u_sp_err[MAX_U];
@@ -1419,6 +1433,137 @@ out:
 	case_end_main(&c);
 }
 
+/* ---- a1: a readlink that straddles the rekey ------------------------------------------ */
+
+#define SYMLINK_DELAY_KNOB "/sys/module/btrfs/parameters/symlink_read_delay_ms"
+#define A1_DELAY_MS 20000
+
+static int set_symlink_delay(unsigned int ms)
+{
+	FILE *f = fopen(SYMLINK_DELAY_KNOB, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%u\n", ms) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/*
+ * From a cwd in @arg (the subvolume's root), at PH_GO: readlink("o") into
+ * the shared memory.
+ */
+static int readlink_child(void *arg)
+{
+	ssize_t n;
+
+	if (chdir((const char *)arg)) {
+		sh->h_setup_err = errno;
+		return 2;
+	}
+	sh->h_ready = 1;
+	while (sh->phase == PH_WAIT)
+		usleep(200);
+	sh->rl_start_ms = lab_now_ms();
+	errno = 0;
+	n = readlink("o", sh->rl_target, sizeof(sh->rl_target) - 1);
+	sh->rl_err = errno;
+	sh->rl_end_ms = lab_now_ms();
+	sh->rl_ret = n < 0 ? -1 : 0;
+	if (n >= 0)
+		sh->rl_target[n] = '\0';
+	return 0;
+}
+
+/* readlink @path equals @want. */
+static void check_target(const char *path, const char *want, const char *when)
+{
+	char buf[256];
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+
+	if (!CHECK(n >= 0, "readlink %s %s: %s", path, when, strerror(errno)))
+		return;
+	buf[n] = '\0';
+	if (!CHECK(!strcmp(buf, want), "readlink %s %s gave %zd bytes, not the target", path, when,
+		   n)) {
+		printf("   got: ");
+		print_name(buf);
+		printf("\n");
+	}
+}
+
+static void case_a1(void)
+{
+	char sv[PATH_MAX], p[PATH_MAX], q[PATH_MAX], want[64];
+	uint64_t svid;
+	struct rcase c;
+	long long base;
+	pid_t hp, rp;
+	int err, code = -1;
+
+	main_need();
+	case_begin(&c, "a1_readlink_straddles",
+		   "a readlink of a K1 symlink, held between reading and decrypting its target, while the rekey moves it");
+	if (access(SYMLINK_DELAY_KNOB, W_OK)) {
+		case_skip(&c, "no " SYMLINK_DELAY_KNOB " (a knob of the lab series, patches/lab/)");
+		return;
+	}
+	svid = snap_of("tpl", "a1", sv, sizeof(sv));
+	snprintf(want, sizeof(want), "target-%s-of-the-a1-symlink", tag);
+	PATHF(p, "%s/d/s-%s", sv, tag);
+	PATHF(q, "%s/o", sv);
+	if (symlink(want, p) || rename(p, q))
+		lab_die("symlink %s, mv to %s: %s", p, q, strerror(errno));
+	if (!CHECK(ctx_key(mnt, svid, ino_of(q), NULL, NULL) == KI_1, "%s is not under K1", q))
+		goto out;
+	sync();
+
+	shared_reset();
+	if (!CHECK(set_symlink_delay(A1_DELAY_MS) == 0, "set %s: %s", SYMLINK_DELAY_KNOB,
+		   strerror(errno)))
+		goto out;
+	hp = lab_child_start(readlink_child, sv);
+	if (!child_ready(hp)) {
+		sh->phase = PH_EXIT;
+		lab_child_kill(hp, 2000);
+		set_symlink_delay(0);
+		CHECK(0, "the reader did not start");
+		goto out;
+	}
+	base = may_use();
+	rp = rekey_start(mnt, "a1", KI_1, KI_2);
+	CHECK(wait_move(base), "the rekey was not seen moving d: the race was not set up");
+	sh->phase = PH_GO;
+	err = rekey_finish(rp);
+	if (!CHECK(lab_child_wait(hp, lab_now_ms() + 120000, &code) == LAB_CHILD_EXITED && !code,
+		   "the reader ended with %d", code))
+		lab_child_kill(hp, 2000);
+	CHECK(set_symlink_delay(0) == 0, "reset %s", SYMLINK_DELAY_KNOB);
+	CHECK(!err, "the rekey of %s failed: %s", sv, lab_errname(err));
+	printf("   readlink during the rekey: %d %s, from %.2f s to %.2f s after the rekey began (it ended at %.2f s)\n",
+	       sh->rl_ret, sh->rl_ret ? lab_errname(sh->rl_err) : "(success)",
+	       (sh->rl_start_ms - sh->rk_start_ms) / 1000.0,
+	       (sh->rl_end_ms - sh->rk_start_ms) / 1000.0,
+	       (sh->rk_end_ms - sh->rk_start_ms) / 1000.0);
+	CHECK(sh->rl_start_ms < sh->rk_end_ms, "the readlink began after the rekey: nothing raced");
+	if (sh->rl_ret) {
+		CHECK(sh->rl_err == EBUSY, "readlink during the rekey: %s (the target, or EBUSY)",
+		      lab_errname(sh->rl_err));
+	} else if (!CHECK(!strcmp(sh->rl_target, want),
+			  "readlink during the rekey gave %zu bytes, not the target",
+			  strlen(sh->rl_target))) {
+		printf("   got: ");
+		print_name(sh->rl_target);
+		printf("\n");
+	}
+	check_target(q, want, "right after");
+	lab_drop_caches("3");
+	check_target(q, want, "after drop_caches");
+	check_all_under(mnt, svid, KI_2, sv);
+out:
+	case_end_main(&c);
+}
+
 /* ---- N4 ------------------------------------------------------------------------------ */
 
 static void case_n4(int keep_open)
@@ -2197,6 +2342,8 @@ int main(void)
 		case_n3(1);
 	if (want("n3_unlink_symlink"))
 		case_n3(2);
+	if (want("a1_readlink_straddles"))
+		case_a1();
 	if (want("n4_remove_k1_open"))
 		case_n4(1);
 	if (want("n4_remove_k1_closed"))
