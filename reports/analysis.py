@@ -143,16 +143,31 @@ def _judge(r, goal, better):
                 f"point estimate {ratio:.3f}, goal {sign} {goal}: "
                 f"**{r['not_conclusive']}**",
                 {"value": ratio, "conclusive": False})
-    met = ratio >= goal if better == "higher" else ratio <= goal
-    status = "met" if met else "not met"
-    text = (f"{ratio:.3f} (95% CI {fmt_ci(lo, hi)}), goal {sign} {goal}: "
-            f"**{status}**")
-    inside = isnum(lo) and lo <= goal <= hi
-    if inside:
-        text += (" (not conclusive: the CI contains the goal; more reps "
-                 "would narrow it)")
+    status = _status_of_ci(ratio, lo, hi, goal, better)
+    if status == "undecided":
+        text = (f"{ratio:.3f} (95% CI {fmt_ci(lo, hi)}), goal {sign} "
+                f"{goal}: **undecided** (the CI contains the goal; more "
+                "reps would narrow it)")
+    else:
+        text = (f"{ratio:.3f} (95% CI {fmt_ci(lo, hi)}), goal {sign} "
+                f"{goal}: **{status}**")
     return status, text, {"value": ratio, "ci_lo": lo, "ci_hi": hi,
-                          "conclusive": not inside}
+                          "conclusive": status != "undecided"}
+
+
+def _status_of_ci(ratio, lo, hi, goal, better):
+    """"met" when the whole 95% CI is on the goal's side, "not met" when
+    the whole CI is on the other, "undecided" when it contains the goal.
+    Without a CI (bounds not numbers), the point estimate decides."""
+    def good(x):
+        return x >= goal if better == "higher" else x <= goal
+    if not (isnum(lo) and isnum(hi)):
+        return "met" if good(ratio) else "not met"
+    if good(lo) and good(hi):
+        return "met"
+    if not good(lo) and not good(hi):
+        return "not met"
+    return "undecided"
 
 
 def _beside(r, goal, better, name, judge_goal):
@@ -162,11 +177,10 @@ def _beside(r, goal, better, name, judge_goal):
     sign = "≥" if better == "higher" else "≤"
     if r["not_conclusive"]:
         return f"{name} point estimate {r['ratio']:.3f}", None
-    met = (r["ratio"] >= goal if better == "higher" else r["ratio"] <= goal)
-    g = (f"; goal {sign} {goal}: {'met' if met else 'not met'}"
-         if judge_goal else "")
+    status = _status_of_ci(r["ratio"], r["ci_lo"], r["ci_hi"], goal, better)
+    g = f"; goal {sign} {goal}: {status}" if judge_goal else ""
     return (f"{name} {r['ratio']:.3f} (95% CI {fmt_ci(r['ci_lo'], r['ci_hi'])}"
-            f"{g})", ("met" if met else "not met") if judge_goal else None)
+            f"{g})", status if judge_goal else None)
 
 
 def verdicts(run, comps):

@@ -64,8 +64,11 @@ def section_verdicts(doc, run, res):
         what += ("Without CPU data the verdict falls back to the old "
                  f"metric, labelled so: throughput ≥ {g.get('bw_min')} and "
                  f"p99 latency ≤ {g.get('p99_max')} of the read phases. ")
-    doc.p(what + "\"met\" judges the point estimate: the geometric mean "
-          "of per-rep ratios, 95% bootstrap CI over the pairs (p99: bins "
+    doc.p(what + "A verdict is \"met\" when the whole 95% CI is on the "
+          "goal's side, \"not met\" when all of it is on the other side, "
+          "and \"undecided\" when it contains the goal; the metrics beside "
+          "it follow the same rule. The ratio is the geometric mean of "
+          "per-rep ratios, 95% bootstrap CI over the pairs (p99: bins "
           "merged over reps; see Comparisons). With fewer than "
           f"{L.reps_for_ci()} reps per arm a verdict says \"not conclusive "
           "(n = N)\" and shows no CI: the bootstrap's 2.5% bound would just "
