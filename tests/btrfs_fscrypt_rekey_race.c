@@ -1440,13 +1440,10 @@ out:
 
 static int set_symlink_delay(unsigned int ms)
 {
-	FILE *f = fopen(SYMLINK_DELAY_KNOB, "w");
-	int ret;
+	char v[16];
 
-	if (!f)
-		return -1;
-	ret = fprintf(f, "%u\n", ms) < 0;
-	return fclose(f) || ret ? -1 : 0;
+	snprintf(v, sizeof(v), "%u\n", ms);
+	return write_file(SYMLINK_DELAY_KNOB, v, strlen(v));
 }
 
 /*
