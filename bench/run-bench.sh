@@ -38,6 +38,11 @@ workload_arms() { # workload
 	# shellcheck source=/dev/null # tests/host/bench-workloads.sh loads each one
 	(. "$top/bench/workloads/$1/workload.conf" 2>/dev/null && echo "${WORKLOAD_ARMS:-}")
 }
+# workload_var WORKLOAD VAR: VAR as the workload's workload.conf sets it
+workload_var() {
+	# shellcheck source=/dev/null
+	(. "$top/bench/workloads/$1/workload.conf" 2>/dev/null && echo "${!2:-}")
+}
 wl_arms=""
 [ -f "$top/bench/workloads/$workload/workload.conf" ] && wl_arms=$(workload_arms "$workload")
 ARMS=${ARMS:-${wl_arms:-$DEFAULT_ARMS}}
@@ -57,11 +62,22 @@ KERNEL=${KERNEL:-$top/build/bzImage-6.12-perf}
 # the vCPU runs (vm-images/run-vm.sh), so the CPU time of a phase repeats
 # on a busy machine. ACCEL=tcg still runs plain TCG (2 vCPUs).
 export ACCEL_NO_KVM=${ACCEL_NO_KVM:-icount}
-# Test of the regression check only: slow every per-extent lookup down by
-# this many microseconds (fscrypto.extent_lookup_delay_us, the series'
-# test-only lookup delay knob).
-INJECT_LOOKUP_DELAY_US=${INJECT_LOOKUP_DELAY_US:-0}
+# Tests of the regression checks only: slow every per-extent lookup down
+# by this many nanoseconds (fscrypto.extent_lookup_delay_ns, the lab
+# series' test-only lookup delay knob).
+INJECT_LOOKUP_DELAY_NS=${INJECT_LOOKUP_DELAY_NS:-0}
+# The arms' order in each rep (bench/guest/lib.sh bench_arm_order):
+# rotate (A B, B A, ...: the default), random (ORDER_SEED, recorded; a
+# seed from the clock without it) or fixed (A B in every rep).
+ORDER=${ORDER:-rotate}
+ORDER_SEED=${ORDER_SEED:-}
+# REPORT=0: only the raw run (for bench/run-boots.sh, which reports on
+# its set of boots); RUN_DIR: where the raw run goes (default
+# build/bench/<stamp>-<workload>).
+REPORT=${REPORT:-1}
 die() { echo "bench: error: $*" >&2; exit 2; }
+[ -z "${INJECT_LOOKUP_DELAY_US:-}" ] ||
+	die "INJECT_LOOKUP_DELAY_US is gone: the knob is in nanoseconds now (INJECT_LOOKUP_DELAY_NS=$(( ${INJECT_LOOKUP_DELAY_US//[!0-9]/} * 1000 )))"
 
 available() {
 	local d
@@ -75,7 +91,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [REKEY_NAMES=\"1000 10000 100000\" (rekeytime)] [INJECT_LOOKUP_DELAY_US=N (tests bench-check only)]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [REKEY_NAMES=\"1000 10000 100000\" (rekeytime)] [ORDER=rotate|random|fixed] [ORDER_SEED=N] [INJECT_LOOKUP_DELAY_NS=N (tests of the regression checks only)] [workload variables: its PARAMS]" >&2
 	if [ "$workload" = list ]; then
 		echo "bench: arms: $ALL_ARMS" >&2
 		echo "bench: without ARMS: $DEFAULT_ARMS, except in the workloads that name their own:" >&2
@@ -96,12 +112,17 @@ case $SCRATCH_IN_RAM in 0 | 1) ;; *) die "SCRATCH_IN_RAM must be 0 or 1, not '$S
 case $SCRATCH_SAVE_MIB in '' | *[!0-9]*) die "SCRATCH_SAVE_MIB must be a number of MiB, not '$SCRATCH_SAVE_MIB'" ;; esac
 case ${GROUP_SIZES:-1} in *[!0-9\ ]*) die "GROUP_SIZES must be numbers of extents per key (0: no bound), not '$GROUP_SIZES'" ;; esac
 case ${REKEY_NAMES:-1} in *[!0-9\ ]*) die "REKEY_NAMES must be numbers of names, not '$REKEY_NAMES'" ;; esac
-case $INJECT_LOOKUP_DELAY_US in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_US must be a number of microseconds, not '$INJECT_LOOKUP_DELAY_US'" ;; esac
+case $INJECT_LOOKUP_DELAY_NS in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_NS must be a number of nanoseconds, not '$INJECT_LOOKUP_DELAY_NS'" ;; esac
+case $ORDER in rotate | fixed) ;; random) ORDER_SEED=${ORDER_SEED:-$(( $(date +%s) % 1000000 ))} ;;
+*) die "ORDER must be rotate, random or fixed, not '$ORDER'" ;; esac
+case ${ORDER_SEED:-0} in *[!0-9]*) die "ORDER_SEED must be a number, not '$ORDER_SEED'" ;; esac
+case $REPORT in 0 | 1) ;; *) die "REPORT must be 0 or 1, not '$REPORT'" ;; esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
 t0=$(date +%s)
 stamp=$(date -u +%Y%m%d-%H%M%S)
-run=$top/build/bench/$stamp-$workload
+run=${RUN_DIR:-$top/build/bench/$stamp-$workload}
+[ -e "$run/meta.json" ] && die "$run already holds a run"
 vm=$run/vm
 # The job lives with its run, so that runs can overlap (ACCEL=icount runs
 # barely disturb each other) and reports.collect reads this run's bench.env.
@@ -120,15 +141,24 @@ install -m 0755 "$top/bench/guest/run" "$job/run"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
 	echo "PREP=$PREP"
-	echo "INJECT_LOOKUP_DELAY_US=$INJECT_LOOKUP_DELAY_US"
+	echo "INJECT_LOOKUP_DELAY_NS=$INJECT_LOOKUP_DELAY_NS"
+	echo "BENCH_ORDER=$ORDER"
+	echo "BENCH_ORDER_SEED=${ORDER_SEED:-0}"
+	# one boot of a set (bench/run-boots.sh)
+	for v in SET_ID BOOT_LABEL BOOT_INDEX; do
+		[ -n "${!v:-}" ] && echo "$v=$(printf %q "${!v}")"
+	done
 	# The lab's commit and whether tracked files differ from it (the run
 	# records them: reports/runmodel.py kernel_of); nothing outside git.
 	if lab_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null); then
 		echo "LAB_COMMIT=$lab_commit"
 		if git -C "$top" diff --quiet HEAD -- 2>/dev/null; then echo "LAB_DIRTY=0"; else echo "LAB_DIRTY=1"; fi
 	fi
-	for v in MIN_EXTENTS MAX_EXTENTS SCALE_MIN SCALE_STEP SCALE_BUDGET GROUP_SIZES REKEY_NAMES; do
-		[ -n "${!v:-}" ] && echo "$v=\"${!v}\""
+	# The workload's own variables (PARAMS in its workload.conf) and the
+	# generic extent bounds, when set here: the guest's workload.conf
+	# resolves the rest from its defaults.
+	for v in MIN_EXTENTS MAX_EXTENTS $(workload_var "$workload" PARAMS); do
+		[ -n "${!v:-}" ] && echo "$v=$(printf %q "${!v}")"
 	done
 } >"$job/bench.env"
 
@@ -211,9 +241,9 @@ echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE prep=$P
 echo "bench: $runs arm runs and $preps preparations, expected about $(( (runs * est + preps * est_prep + 30) / 60 )) min under TCG ($est s per arm run, $est_prep s per preparation; less for arms found unsupported)"
 echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 append="slab_nomerge"
-if [ "$INJECT_LOOKUP_DELAY_US" != 0 ]; then
-	append+=" fscrypto.extent_lookup_delay_us=$INJECT_LOOKUP_DELAY_US"
-	echo "bench: WARNING: injected slowdown: every per-extent lookup waits $INJECT_LOOKUP_DELAY_US us (a test of bench-check, not a measurement)"
+if [ "$INJECT_LOOKUP_DELAY_NS" != 0 ]; then
+	append+=" fscrypto.extent_lookup_delay_ns=$INJECT_LOOKUP_DELAY_NS"
+	echo "bench: WARNING: injected slowdown: every per-extent lookup waits $INJECT_LOOKUP_DELAY_NS ns (a test of the regression checks, not a measurement)"
 fi
 # The host's load average during the run, every 30 s (epoch, /proc/loadavg).
 mkdir -p "$vm"
@@ -250,10 +280,15 @@ echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writ
 # reports package is imported from the top of the clone.
 cd "$top" || die "cannot cd to $top"
 /usr/bin/python3 -m reports.collect "$vm" "$job" "$run" || die "could not collect the results of $vm"
+if [ "$REPORT" = 0 ]; then
+	echo "bench: raw run: $run (REPORT=0: no report)"
+	echo "bench: done in $(( $(date +%s) - t0 ))s"
+	exit 0
+fi
 # reports/<date>-<workload>; a second run of the day gets its time too, and
 # a run with an injected slowdown says so in its name.
 out=$top/reports/$(date -u +%Y-%m-%d)-$workload
-[ "$INJECT_LOOKUP_DELAY_US" = 0 ] || out+=-injected-${INJECT_LOOKUP_DELAY_US}us
+[ "$INJECT_LOOKUP_DELAY_NS" = 0 ] || out+=-injected-${INJECT_LOOKUP_DELAY_NS}ns
 [ -e "$out" ] && out+=-${stamp#*-}
 /usr/bin/python3 -m reports.generate "$run" "$out" || die "report generation failed for $run"
 ln -sfn "$run" "$top/build/bench/latest-$workload"

@@ -53,9 +53,9 @@ def make_baseline(run_dir, out_json, threshold, metric="bw_bytes"):
     for w in run["warnings"]:
         print(f"check: warning: {w}", file=sys.stderr)
     meta = run["meta"]
-    if meta.get("injected_lookup_delay_us"):
+    if M.injected_delay_ns(meta):
         raise UsageError(f"{run_dir} ran with an injected slowdown "
-                         f"({meta['injected_lookup_delay_us']} us per "
+                         f"({M.injected_delay_ns(meta)} ns per "
                          "lookup); a baseline must come from a real run")
     info = meta.get("run_info") or {}
     k = run["kernel"] or {}

@@ -44,7 +44,7 @@ from reports import labstats as L
 from reports import runmodel as M
 from reports.analysis import DEFAULT_THRESHOLD
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RATIOS_TABLE = """
 CREATE TABLE IF NOT EXISTS ratios (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -76,7 +76,10 @@ CREATE TABLE IF NOT EXISTS runs (
     injected_lookup_delay_us INTEGER,
     report TEXT,
     kernel_tree_head TEXT,
-    lab_commit TEXT
+    lab_commit TEXT,
+    injected_lookup_delay_ns INTEGER,
+    run_kind TEXT,
+    qemu_version TEXT
 );
 """ + RATIOS_TABLE
 
@@ -150,9 +153,19 @@ def upgrade(db):
         return
     cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
     with db:
-        for col in ("kernel_tree_head", "lab_commit"):
+        for col, kind in (("kernel_tree_head", "TEXT"),
+                          ("lab_commit", "TEXT"),
+                          ("injected_lookup_delay_ns", "INTEGER"),
+                          ("run_kind", "TEXT"), ("qemu_version", "TEXT")):
             if col not in cols:
-                db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
+                db.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
+        # schema 3: the injected delay in ns (the knob's unit since
+        # 2026-12-07); the runs before it were single boots of make bench
+        db.execute("UPDATE runs SET injected_lookup_delay_ns = "
+                   "1000 * COALESCE(injected_lookup_delay_us, 0) "
+                   "WHERE injected_lookup_delay_ns IS NULL")
+        db.execute("UPDATE runs SET run_kind = 'bench' "
+                   "WHERE run_kind IS NULL")
         rcols = {r[1] for r in db.execute("PRAGMA table_info(ratios)")}
         if "ratios" in tables and "metric" not in rcols:
             db.execute("ALTER TABLE ratios RENAME TO ratios_v1")
@@ -217,14 +230,16 @@ def append(run_dir, report_dir=None, path=None):
         cur = db.execute(
             "INSERT INTO runs (run, workload, date, accel, kernel_release, "
             "kernel_series_hash, kernel_config_sha256, reps, "
-            "injected_lookup_delay_us, report, kernel_tree_head, "
-            "lab_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "injected_lookup_delay_ns, report, kernel_tree_head, "
+            "lab_commit, run_kind, qemu_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (name, meta.get("workload", "?"), meta.get("date") or "",
              info.get("accel"), k.get("release"), k.get("series_hash"),
              k.get("config_sha256"), meta.get("reps"),
-             int(meta.get("injected_lookup_delay_us") or 0),
+             M.injected_delay_ns(meta),
              os.path.abspath(report_dir) if report_dir else None,
-             k.get("tree_head"), k.get("lab_commit")))
+             k.get("tree_head"), k.get("lab_commit"), M.run_kind(meta),
+             info.get("qemu_version")))
         rid = cur.lastrowid
         db.executemany(
             "INSERT INTO ratios (run_id, metric, ratio, phase, ord, value, "
@@ -280,7 +295,7 @@ def plot_ratio(key, points, base, threshold, out_dir, fname):
         x = _when(p["date"]) or i
         url = _rel(os.path.join(p["report"], "index.html"), out_dir) \
             if p["report"] else None
-        injected = bool(p["injected_lookup_delay_us"])
+        injected = bool(p["injected_lookup_delay_ns"])
         color = "#d62728" if injected else "#1f77b4"
         if p["ci_lo"] is not None:
             ax.errorbar([x], [p["value"]],
@@ -435,8 +450,8 @@ def plot(workload, out_dir, baseline=None, path=None):
                 + (f" <code>{esc(p['kernel_tree_head'][:12])}</code>"
                    if p.get("kernel_tree_head") else "") + "</td>"
                 f"<td><code>{esc(p['kernel_config_sha256'] or '?')}</code>"
-                "</td><td>" + (f"{p['injected_lookup_delay_us']} µs"
-                               if p["injected_lookup_delay_us"] else "-")
+                "</td><td>" + (f"{p['injected_lookup_delay_ns']} ns"
+                               if p["injected_lookup_delay_ns"] else "-")
                 + "</td></tr>")
         body.append("<table><tr><th>date</th><th>run (report)</th>"
                     "<th>ratio</th><th>95% CI</th><th>reps</th>"

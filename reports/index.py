@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from reports.runmodel import injected_delay_ns
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -57,7 +59,7 @@ def write_index(root):
                         f"{esc(name)}</a></td><td colspan=\"6\">unreadable "
                         f"results.json: {esc(res['error'])}</td></tr>")
             continue
-        delay = meta.get("injected_lookup_delay_us") or 0
+        delay = injected_delay_ns(meta)
         rows.append(
             f'<tr><td><a href="{esc(name)}/index.html">{esc(name)}</a> '
             f'(<a href="{esc(name)}/summary.md">md</a>)</td>'
@@ -68,7 +70,7 @@ def write_index(root):
             f"<td><code>{esc(str(info.get('kernel_series_hash', '?')))}"
             "</code></td>"
             f"<td>{esc(verdict_summary(res))}"
-            + (f" <b>(injected slowdown {delay} µs: not a measurement)</b>"
+            + (f" <b>(injected slowdown {delay} ns: not a measurement)</b>"
                if delay else "") + "</td></tr>")
     hist = sorted(n for n in os.listdir(root) if n.startswith("history-")
                   and os.path.isfile(os.path.join(root, n, "index.html")))

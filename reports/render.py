@@ -11,7 +11,7 @@ from reports.fmt import (
     fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op, fmt_mib, fmt_ns, fmt_p,
     fmt_pct, fmt_ratio, isnum, rep_span)
 from reports.runmodel import (CPU_SOURCES, arm_order, cpu_clock,
-                              phase_direction, run_module)
+                              injected_delay_ns, phase_direction, run_module)
 from reports.profiles import PROFILE_KINDS, profiled_extents
 from reports.analysis import key_mode_of
 
@@ -33,11 +33,11 @@ def section_header(doc, run, res):
     if accel in ("tcg", "icount"):
         note = f"This run used **{accel}**. " + note
     doc.note(note)
-    delay = meta.get("injected_lookup_delay_us") or 0
+    delay = injected_delay_ns(meta)
     if delay:
         doc.note(f"**Injected slowdown:** every per-extent lookup of this "
-                 f"run busy-waited {delay} µs "
-                 f"(`fscrypto.extent_lookup_delay_us={delay}`). This run "
+                 f"run busy-waited {delay} ns "
+                 f"(`fscrypto.extent_lookup_delay_ns={delay}`). This run "
                  "tests the regression check; its numbers are not a "
                  "measurement of the kernel.")
 
@@ -141,8 +141,7 @@ def section_run(doc, run):
         ("guest memory, MB", info.get("mem_mb")),
         ("fio", meta.get("fio_version")),
         ("elapsed, s", info.get("elapsed_s")),
-        ("injected lookup delay, µs", meta.get("injected_lookup_delay_us",
-                                               0)),
+        ("injected lookup delay, ns", injected_delay_ns(meta)),
     ]
     if run.get("command_phases"):
         rows.insert([r[0] for r in rows].index("phases") + 1, (

@@ -32,11 +32,13 @@ of format 2; no CPU data) and lists each fallback in run["spec_notes"].
 The formats are described in reports/README.md.
 """
 
+import base64
 import importlib
 import json
 import os
 import re
 import shutil
+import subprocess
 
 from reports import labstats as L
 
@@ -808,6 +810,43 @@ def _read_tsv(path):
         return [line.rstrip("\n").split("\t") for line in f if line.strip()]
 
 
+def shell_vars(path, before=None):
+    """{name: value} of the variables the shell file PATH sets, resolved
+    by bash the way the guest reads it (quotes, ${X:-default}, $((...)),
+    comments), after sourcing BEFORE when given (bench.env before a
+    workload.conf: the run's overrides). The variables of BEFORE are left
+    out unless PATH sets them again."""
+    script = ('set -a; [ -z "$2" ] || . "$2" >/dev/null 2>&1; '
+              'before=$(env -0 | base64 -w0); . "$1" >/dev/null || exit 3; '
+              'printf "%s\\0" "$before"; env -0')
+    if not os.path.exists(path):
+        return {}
+    out = subprocess.run(
+        ["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", script, "vars",
+         path, before or ""], capture_output=True, check=False)
+    if out.returncode != 0:
+        raise RunError(f"bash could not source {path}: "
+                       f"{out.stderr.decode(errors='replace').strip()}")
+    first, _, rest = out.stdout.partition(b"\0")
+    old = _env_pairs(base64.b64decode(first))
+    new = _env_pairs(rest)
+    skip = {"PATH", "PWD", "SHLVL", "_", "OLDPWD", "before"}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        assigned = set(re.findall(
+            r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", f.read(), re.M))
+    return {k: v for k, v in new.items()
+            if k not in skip and (k in assigned or k not in old)}
+
+
+def _env_pairs(raw):
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.decode(errors="replace").partition("=")
+        if sep and key:
+            out[key] = value
+    return out
+
+
 def _read_kv(path, strip_quotes=False):
     out = {}
     if os.path.exists(path):
@@ -869,6 +908,40 @@ def arm_facts(rows):
 CPU_WINDOWS = "cpu-windows.tsv"
 
 
+def run_kind(meta):
+    """What made the run: "bench" (make bench), or the label of the set
+    it is one boot of (bench/run-boots.sh: "nightly", "old", "new")."""
+    boot = meta.get("boot") or {}
+    return boot.get("boot_label") or "bench"
+
+
+def injected_delay_ns(meta):
+    """The per-lookup delay a run injected, in ns (0: none), from either
+    of the keys runs have used."""
+    if meta.get("injected_lookup_delay_ns"):
+        return int(meta["injected_lookup_delay_ns"])
+    return int(meta.get("injected_lookup_delay_us") or 0) * 1000
+
+
+def _guest_lines(bench, name):
+    path = os.path.join(bench, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def _order_rule(bench):
+    """{"rule": rotate|random|fixed, "seed": N}; runs before the guest
+    recorded it ran every rep in the fixed order."""
+    words = " ".join(_guest_lines(bench, "order-rule")).split()
+    if not words:
+        return {"rule": "fixed", "seed": 0,
+                "source": "not recorded: the guest ran A B C in every rep"}
+    return {"rule": words[0], "seed": int(words[1]) if len(words) > 1
+            and words[1].isdigit() else 0}
+
+
 def cpu_window(bench):
     """{"window": io|process|mixed, "window_counts": {kind: phases}} from
     the guest's cpu-windows.tsv. io: fio's exec_prerun to exec_postrun
@@ -907,10 +980,12 @@ def collect(vm, job, run):
     if fmt != str(FORMAT):
         raise RunError(f"the guest wrote run format {fmt!r}, this host "
                        f"reads {FORMAT}: bench/ and reports/ disagree")
-    env = _read_kv(os.path.join(job, "bench.env"), strip_quotes=True)
+    env = shell_vars(os.path.join(job, "bench.env"))
     workload = env["WORKLOAD"]
     wl_dir = os.path.join(job, "bench", "workloads", workload)
-    conf = _read_kv(os.path.join(wl_dir, "workload.conf"), strip_quotes=True)
+    # as the guest reads it: sourced by bash after bench.env
+    conf = shell_vars(os.path.join(wl_dir, "workload.conf"),
+                      os.path.join(job, "bench.env"))
     job_arms = os.path.join(job, "bench", "arms")
     if not os.path.isdir(job_arms):
         raise RunError(f"the job has no arm files ({job_arms})")
@@ -1023,18 +1098,34 @@ def collect(vm, job, run):
         "extent_counts": extents,
         "extent_checks": checks,
         "profiled_extent_counts": profiled,
-        "overrides": {k: env[k] for k in ("MIN_EXTENTS", "MAX_EXTENTS",
-                                          "SCALE_MIN", "SCALE_BUDGET",
-                                          "GROUP_SIZES", "REKEY_NAMES")
-                      if k in env},
+        # what the run set of the generic extent bounds and of the
+        # workload's own variables (PARAMS), as bench/run-bench.sh
+        # forwarded them
+        "overrides": {k: env[k] for k in ["MIN_EXTENTS", "MAX_EXTENTS"]
+                      + conf.get("PARAMS", "").split() if k in env},
         "min_extents": int(_guest_text(bench, "min-extents")),
         # The workload's own parameters as the guest resolved them (PARAMS
         # in its workload.conf); {} for runs from before they were kept.
         "workload_params": _read_kv(os.path.join(bench, "params")),
-        # A deliberate slowdown (fscrypto.extent_lookup_delay_us), used to
-        # show that bench-check catches regressions; 0 in real runs.
-        "injected_lookup_delay_us": int(env.get("INJECT_LOOKUP_DELAY_US",
+        # A deliberate slowdown (fscrypto.extent_lookup_delay_ns), used to
+        # show that the regression checks catch regressions and to measure
+        # the smallest one they catch; 0 in real runs. Runs before
+        # 2026-12-07 10:00 UTC recorded injected_lookup_delay_us instead
+        # (injected_delay_ns reads both).
+        "injected_lookup_delay_ns": int(env.get("INJECT_LOOKUP_DELAY_NS",
                                                 "0") or 0),
+        # The order of the arms in each rep: "rotate", "random" (with its
+        # seed) or "fixed" (every run before 2026-12-07); the order that
+        # ran is "order".
+        "order_rule": _order_rule(bench),
+        # The phases whose CPU window ends after a sync of the filesystem
+        # (those that write: the transaction commit is in their window).
+        "window_sync_phases": _guest_lines(bench, "window-sync-phases"),
+        # A run that is one boot of a set (bench/run-boots.sh: a nightly of
+        # several boots, or make bench-ab): the set, its label (the kernel's
+        # role: old, new, or the nightly's one label) and the boot's number.
+        "boot": {k.lower(): env[k] for k in ("SET_ID", "BOOT_LABEL",
+                                             "BOOT_INDEX") if k in env},
     }
     os.makedirs(run, exist_ok=True)
     for sub in ("raw", "profiles"):

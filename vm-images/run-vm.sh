@@ -177,6 +177,21 @@ qemu=(qemu-system-x86_64 -nodefaults -no-reboot -display none
 	-kernel "$kernel" -append "$cmdline"
 	"${drives[@]}" -device virtio-rng-pci)
 
+# The root image's identity: its sha256 (first 16 hex digits), cached
+# beside it as long as its size and mtime stay (hashing 1 GB takes seconds).
+root_identity() {
+	local cache=$root.sha256 stamp
+	stamp=$(stat -c '%s %Y' "$root" 2>/dev/null) || { echo unknown; return; }
+	if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$stamp" ]; then
+		sed -n 2p "$cache"
+		return
+	fi
+	local sum
+	sum=$(sha256sum "$root" | cut -c1-16)
+	printf '%s\n%s\n' "$stamp" "$sum" >"$cache" 2>/dev/null
+	echo "$sum"
+}
+
 console=$out/console.log
 : >"$console"
 {
@@ -187,6 +202,13 @@ console=$out/console.log
 	echo "kernel=$kernel"
 	[ -f "$kernel.info" ] && sed 's/^/kernel_/' "$kernel.info"
 	echo "timeout_s=$timeout"
+	# what a comparison of runs must hold equal (reports/check.py refuses
+	# to compare runs whose environments differ)
+	echo "qemu_version=$(qemu-system-x86_64 --version | head -n1 | awk '{ print $4 }')"
+	echo "host_cpu_model=$(awk -F': ' '$1 ~ /^model name/ { print $2; exit }' /proc/cpuinfo)"
+	echo "host_cpus=$(nproc)"
+	echo "host_kernel=$(uname -r)"
+	echo "root_image_sha256=$(root_identity)"
 	printf 'qemu_cmdline='; printf '%q ' "${qemu[@]}"; echo
 } >"$out/run.info"
 echo "[vm] booting $(basename "$kernel") accel=$accel cpus=$cpus mem=${mem}M timeout=${timeout}s; console: $console"

@@ -233,6 +233,9 @@ bench_init() {
 	: >"$out/saves.tsv"
 	: >"$out/cpu.tsv"
 	: >"$out/cpu-windows.tsv"
+	# the phases whose CPU window ends after a sync of the filesystem
+	# (phase_writes), one per line
+	: >"$out/window-sync-phases"
 	# The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
 	getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
 	fio --version >"$out/fio-version"
@@ -280,6 +283,46 @@ bench_init() {
 		cpu_units_per_s=$(getconf CLK_TCK 2>/dev/null || echo 100)
 	fi
 	cpu_win_dir=/tmp/fio-cpu-window
+	# The order of the arms in each repetition (bench_arm_order), recorded
+	# so that the report can compare the ratio in each order.
+	BENCH_ORDER=${BENCH_ORDER:-rotate}
+	BENCH_ORDER_SEED=${BENCH_ORDER_SEED:-0}
+	case $BENCH_ORDER in rotate | random | fixed) ;; *) echo "bench: FAIL: ORDER must be rotate, random or fixed, not '$BENCH_ORDER'"; exit 1 ;; esac
+	printf '%s %s\n' "$BENCH_ORDER" "$BENCH_ORDER_SEED" >"$out/order-rule"
+}
+
+# bench_arm_order REP: the arms of repetition REP, in the order they run.
+# rotate (the default): rep 1 runs A B C, rep 2 B C A, rep 3 C A B, ...;
+# with two arms the order alternates (A B, B A, ...), so that each arm
+# comes first in half of the pairs and what one arm leaves behind (slab
+# state, dirty pages of the save disk) does not always fall on the same
+# one. random: a shuffle of the arms per rep, from BENCH_ORDER_SEED and
+# the rep (the run records the seed, so the order can be rerun). fixed:
+# A B C in every rep, as before.
+bench_arm_order() { # rep
+	local rep=$1
+	# shellcheck disable=SC2086 # one arm per word
+	case $BENCH_ORDER in
+	fixed) echo $ARMS ;;
+	rotate)
+		echo $ARMS | awk -v r="$rep" '{ n = NF; s = (r - 1) % n
+			for (i = 0; i < n; i++) printf "%s%s", $((s + i) % n + 1), (i < n - 1 ? " " : "\n") }' ;;
+	random)
+		echo $ARMS | awk -v seed="$BENCH_ORDER_SEED" -v r="$rep" '{
+			srand(seed * 1000 + r); n = NF
+			for (i = 1; i <= n; i++) a[i] = $i
+			for (i = n; i > 1; i--) { j = int(rand() * i) + 1; t = a[i]; a[i] = a[j]; a[j] = t }
+			for (i = 1; i <= n; i++) printf "%s%s", a[i], (i < n ? " " : "\n") }' ;;
+	esac
+}
+
+# phase_writes JOBFILE: does the fio job write (rw= a write, trim or mixed
+# kind)? The CPU window of such a phase ends after a sync of the
+# filesystem, so that the work btrfs leaves to the transaction commit
+# (the subvolume and extent trees, delayed references: the per-extent
+# context items among them) is counted, not only fio's end_fsync.
+phase_writes() { # jobfile
+	grep -Eqi '^[[:space:]]*(rw|readwrite)[[:space:]]*=[[:space:]]*(write|randwrite|rw|readwrite|randrw|trim|randtrim|trimwrite)[[:space:]]*$' "$1"
 }
 
 
@@ -654,7 +697,7 @@ run_command_phase() { # arm rep mnt dir phase
 }
 
 run_phases() { # arm rep mnt dir
-	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0 c1 p0 p1 win pre post
+	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0 c1 p0 p1 win pre post post_mark jobf
 	mkdir -p "$dir"
 	for phase in $phases; do
 		progress "$phase"
@@ -666,11 +709,19 @@ run_phases() { # arm rep mnt dir
 		fi
 		rm -rf "$cpu_win_dir" && mkdir -p "$cpu_win_dir" ||
 			{ echo "bench: FAIL: cannot make $cpu_win_dir"; exit 1; }
+		post_mark=$cpu_mark
+		jobf=$wl/$phase.fio
+		[ -f "$jobf" ] || jobf=$wl/${phase%%-*}.fio
+		if phase_writes "$jobf"; then
+			post_mark="sync -f $mnt && $cpu_mark"
+			grep -qx "$phase" "$out/window-sync-phases" 2>/dev/null ||
+				echo "$phase" >>"$out/window-sync-phases"
+		fi
 		drop_caches
 		cpu_now
 		c0=$cpu_ticks
 		(cd "$cpu_win_dir" && run_phase "$arm" "$mnt" "$phase" "$dir/$phase.json" \
-			--exec_prerun="$cpu_mark" --exec_postrun="$cpu_mark") ||
+			--exec_prerun="$cpu_mark" --exec_postrun="$post_mark") ||
 			{ echo "bench: fio $phase failed for $arm rep $rep"; cat "$dir/$phase.json"; exit 1; }
 		cpu_now
 		c1=$cpu_ticks
@@ -854,7 +905,7 @@ bench_main() {
 	local rep arm n
 	if [ "$PREP" = once ]; then save_init; fi
 	for rep in $(seq 1 "$REPS"); do
-		for arm in $ARMS; do
+		for arm in $(bench_arm_order "$rep"); do
 			timed_run "$arm" "$rep"
 		done
 	done
