@@ -1,0 +1,130 @@
+#!/bin/bash
+# A set of boots: the unit of the lab's regression checks (issue #34).
+#
+#   bench/run-boots.sh KIND LABEL=KERNEL[,inject=NS] [LABEL=KERNEL...]
+#
+# KIND: nightly (one label: the nightly of one kernel) or ab (labels old
+# and new: make bench-ab). BOOTS (default: 2 for a nightly, 4 for ab)
+# boots in turn, the labels alternating (old new old new ...); each boot
+# is a whole `make bench` run of the workload (bench/run-bench.sh with
+# REPORT=0: its own preparation and REPS reps of both arms, interleaved in
+# alternating order), so the spread between boots (another boot, another
+# prepared layout) is in the set, and a set's interval covers it.
+# inject=NS: that label's boots run with INJECT_LOOKUP_DELAY_NS=NS (the
+# tests of the checks). KERNEL: a bzImage (its .info beside it names the
+# series), a directory of patches (its series file; built here), or a
+# commit of this repository (its patches/ built here).
+#
+# The other variables are run-bench.sh's: WORKLOAD (default fragmented),
+# REPS (5), ARMS (btrfs-extent btrfs-inode), PREP, ORDER, ACCEL.
+#
+# Output: build/bench/sets/<stamp>-<kind>-<workload>/ (SET_DIR overrides):
+# set.json (what ran, in which order, where), boot<N>-<label>/ (each a raw
+# run), then `reports.gate summarize` writes summary.json and summary.md
+# into it. build/bench/latest-set-<kind>-<workload> points to it.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+die() { echo "run-boots: error: $*" >&2; exit 2; }
+
+kind=${1:-}
+[ $# -ge 1 ] && shift
+case $kind in
+nightly) BOOTS=${BOOTS:-2}; [ $# = 1 ] || die "a nightly boots one kernel: nightly LABEL=KERNEL" ;;
+ab) BOOTS=${BOOTS:-4}; [ $# = 2 ] || die "ab needs two kernels: ab old=KERNEL new=KERNEL" ;;
+*) die "usage: bench/run-boots.sh nightly|ab LABEL=KERNEL[,inject=NS] ... (see its header)" ;;
+esac
+case $BOOTS in '' | *[!0-9]* | 0) die "BOOTS must be a positive number, not '$BOOTS'" ;; esac
+[ "$kind" = ab ] && [ $((BOOTS % 2)) != 0 ] && die "BOOTS=$BOOTS: ab alternates old and new, BOOTS must be even"
+export WORKLOAD=${WORKLOAD:-fragmented} REPS=${REPS:-5} PROFILE=0
+export ARMS=${ARMS:-btrfs-extent btrfs-inode}
+[ -f "$top/bench/workloads/$WORKLOAD/workload.conf" ] ||
+	die "unknown workload '$WORKLOAD' (make bench WORKLOAD=list)"
+
+stamp=$(date -u +%Y%m%d-%H%M%S)
+set_dir=${SET_DIR:-$top/build/bench/sets/$stamp-$kind-$WORKLOAD}
+mkdir -p "$set_dir" || die "cannot create $set_dir"
+[ -e "$set_dir/set.json" ] && die "$set_dir already holds a set"
+
+# resolve_kernel SPEC OUTVAR: the bzImage of a kernel argument
+resolve_kernel() { # spec
+	local spec=$1 pdir hash out
+	if [ -f "$spec" ]; then
+		realpath "$spec"
+		return
+	fi
+	if [ -d "$spec" ]; then
+		[ -f "$spec/series" ] || die "$spec is a directory without a series file (a patches directory has one)"
+		pdir=$(realpath "$spec")
+	elif git -C "$top" rev-parse -q --verify "$spec^{commit}" >/dev/null 2>&1; then
+		pdir=$set_dir/patches-$(git -C "$top" rev-parse --short "$spec")
+		mkdir -p "$pdir"
+		git -C "$top" archive "$spec" patches | tar -x -C "$pdir" --strip-components=1 ||
+			die "cannot read patches/ of commit $spec"
+	else
+		die "kernel '$spec' is neither a file, a patches directory nor a commit of this repository"
+	fi
+	hash=$(cd "$pdir" && cat series $(grep -v '^[[:space:]]*\(#\|$\)' series) 2>/dev/null |
+		sha256sum | cut -c1-12)
+	out=$top/build/ab-kernels/$hash
+	if [ ! -f "$out/bzImage-6.12-perf" ]; then
+		echo "run-boots: building the perf kernel of $spec in $out (a few minutes with ccache; log: $out/kernel.log)" >&2
+		mkdir -p "$out"
+		BUILD=$out PATCHES=$pdir "$top/patches/kernel.sh" build perf >"$out/kernel.log" 2>&1 ||
+			die "could not build the kernel of $spec (log: $out/kernel.log)"
+	fi
+	echo "$out/bzImage-6.12-perf"
+}
+
+labels=() kernels=() injects=()
+for arg in "$@"; do
+	label=${arg%%=*}
+	rest=${arg#*=}
+	[ "$label" != "$arg" ] && [ -n "$rest" ] || die "'$arg' is not LABEL=KERNEL"
+	case $kind/$label in
+	nightly/nightly | ab/old | ab/new) ;;
+	*) die "label '$label' does not belong to a $kind set (nightly: nightly; ab: old, new)" ;;
+	esac
+	inject=0
+	case $rest in *,inject=*) inject=${rest##*,inject=}; rest=${rest%,inject=*} ;; esac
+	case $inject in '' | *[!0-9]*) die "inject=$inject: a number of nanoseconds" ;; esac
+	k=$(resolve_kernel "$rest") || exit 2
+	labels+=("$label") kernels+=("$k") injects+=("$inject")
+done
+[ "$kind" = ab ] && [ "${labels[0]}" = "${labels[1]}" ] && die "ab needs old= and new="
+
+nl=${#labels[@]}
+echo "run-boots: $kind set of $BOOTS boot(s), workload $WORKLOAD, reps $REPS, arms ($ARMS): $set_dir"
+for i in $(seq 0 $((nl - 1))); do
+	echo "run-boots:   ${labels[$i]}: ${kernels[$i]}$([ "${injects[$i]}" != 0 ] && echo " (injected lookup delay ${injects[$i]} ns)")"
+done
+t0=$(date +%s)
+boots_json=""
+for b in $(seq 1 "$BOOTS"); do
+	i=$(( (b - 1) % nl ))
+	label=${labels[$i]}
+	run=$set_dir/boot$b-$label
+	echo "run-boots: [$(( $(date +%s) - t0 ))s] boot $b of $BOOTS: $label"
+	REPORT=0 RUN_DIR=$run KERNEL=${kernels[$i]} INJECT_LOOKUP_DELAY_NS=${injects[$i]} \
+		SET_ID=$(basename "$set_dir") BOOT_LABEL=$label BOOT_INDEX=$b \
+		"$top/bench/run-bench.sh" "$WORKLOAD" ||
+		die "boot $b ($label) failed; its output is in $run (the set is incomplete: run it again)"
+	boots_json+="${boots_json:+, }{\"index\": $b, \"label\": \"$label\", \"run\": \"$(basename "$run")\"}"
+done
+{
+	echo "{"
+	echo " \"format\": 1,"
+	echo " \"kind\": \"$kind\","
+	echo " \"workload\": \"$WORKLOAD\","
+	echo " \"started\": \"$(date -u -d "@$t0" +%Y-%m-%dT%H:%M:%SZ)\","
+	echo " \"elapsed_s\": $(( $(date +%s) - t0 )),"
+	echo " \"kernels\": {$(for i in $(seq 0 $((nl - 1))); do
+		printf '%s"%s": {"image": "%s", "injected_lookup_delay_ns": %s}' \
+			"$([ "$i" = 0 ] || echo ', ')" "${labels[$i]}" "${kernels[$i]}" "${injects[$i]}"; done)},"
+	echo " \"boots\": [$boots_json]"
+	echo "}"
+} >"$set_dir/set.json"
+ln -sfn "$set_dir" "$top/build/bench/latest-set-$kind-$WORKLOAD"
+cd "$top" || die "cannot cd to $top"
+/usr/bin/python3 -m reports.gate summarize "$set_dir" ||
+	die "could not summarize the set $set_dir"
+echo "run-boots: done in $(( $(date +%s) - t0 ))s: $set_dir"
