@@ -245,9 +245,10 @@ if [ "$INJECT_LOOKUP_DELAY_NS" != 0 ]; then
 	append+=" fscrypto.extent_lookup_delay_ns=$INJECT_LOOKUP_DELAY_NS"
 	echo "bench: WARNING: injected slowdown: every per-extent lookup waits $INJECT_LOOKUP_DELAY_NS ns (a test of the regression checks, not a measurement)"
 fi
-# The host's load average during the run, every 30 s (epoch, /proc/loadavg).
+# The host's load average during the run, every 30 s (epoch, /proc/loadavg,
+# QEMU processes running: this run's and any other VM beside it).
 mkdir -p "$vm"
-(while :; do echo "$(date +%s) $(cat /proc/loadavg)"; sleep 30; done) >"$vm/host-load.tsv" 2>/dev/null &
+(while :; do echo "$(date +%s) $(cat /proc/loadavg) $(pgrep -c -f "^qemu-system-x86_64 ")"; sleep 30; done) >"$vm/host-load.tsv" 2>/dev/null &
 sampler=$!
 "$top/vm-images/run-vm.sh" --kernel "$KERNEL" --job "$job" --out "$vm" \
 	--timeout "$timeout" --mem "$mem_mb" "${scratch[@]}" --append "$append"
@@ -264,8 +265,9 @@ if [ -f "$vm/run.info" ]; then
 		else
 			echo "scratch=disk (build/)"
 		fi
-		awk 'NR == 1 { s = $2 } { t += $2; if ($2 > m) m = $2; n++ }
-			END { if (n) printf "host_load1_start=%s\nhost_load1_mean=%.2f\nhost_load1_max=%s\nhost_load_samples=%d\n", s, t / n, m, n }' \
+		awk 'NR == 1 { s = $2 } { t += $2; if ($2 > m) m = $2; n++
+				o = $7 - 1; if (o < 0) o = 0; to += o; if (o > mo) mo = o }
+			END { if (n) printf "host_load1_start=%s\nhost_load1_mean=%.2f\nhost_load1_max=%s\nhost_load_samples=%d\nhost_other_vms_mean=%.2f\nhost_other_vms_max=%d\n", s, t / n, m, n, to / n, mo }' \
 			"$vm/host-load.tsv"
 	} >>"$vm/run.info"
 fi
