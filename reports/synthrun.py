@@ -336,7 +336,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                 per_mib = (CPU_S_PER_MIB.get(ph.partition("-")[0], 0.004)
                            * CPU_COST[arm] * cpu_scale.get(arm, 1.0)
                            * (1.0 / g if rekey else 1.0)
-                           * (1.0 if exact else crng.normal(1.0, 0.01)))
+                           * (1.0 if exact else crng.normal(1.0, 0.004)))  # icount-like
                 cpu_rows.append((arm, rep, ph,
                                  int(round(per_mib * mib * USER_HZ))))
                 with open(os.path.join(d, ph + ".json"), "w") as fh:
