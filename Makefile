@@ -53,13 +53,15 @@ define need
 endef
 
 .PHONY: help kernel image progs progs-export progs-checkpatch tests-bin test reliability shell bench bench-check \
-	bench-history bench-tools check-series export-series checkpatch clean distclean
+	bench-nightly bench-ab bench-history bench-tools check-series export-series checkpatch clean distclean
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
 	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress rekey-adversary\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [REKEY_ADVERSARY_SECONDS=1800] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
-	@echo "make bench-check WORKLOAD=NAME  compare its latest run with reports/baselines/NAME.json"
+	@echo "make bench-nightly [WORKLOAD=fragmented] [BOOTS=2]  the nightly: a set of boots of the perf kernel, checked against reports/baselines/WORKLOAD-nightly.json"
+	@echo "make bench-check [WORKLOAD=fragmented]  check its latest nightly set against that baseline again"
+	@echo "make bench-ab OLD=K NEW=K [BOOTS=4] [WORKLOAD=fragmented]  did NEW make the per-extent premium worse? (K: a bzImage, a patches dir or a commit)"
 	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
 	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-6.12-FLAVOR from patches/"
 	@echo "make image                   build the guest root image build/root.img (with the patched progs)"
@@ -149,13 +151,33 @@ bench:
 	$(call need,$(APT_VM) $(APT_BENCH))
 	@bench/run-bench.sh "$(WORKLOAD)"
 
-# Compare the latest run of WORKLOAD with its committed baseline.
+# The regression gate (reports/gate.py, bench/README.md "The nightly"):
+# a nightly is a set of BOOTS boots of the perf kernel, checked against the
+# baseline made of A/A nightlies; bench-ab boots OLD and NEW in turn.
+GATE_WORKLOAD = $(if $(WORKLOAD),$(WORKLOAD),fragmented)
+GATE_BASE = reports/baselines/$(GATE_WORKLOAD)-nightly.json
+bench-nightly:
+	@$(MAKE) -s kernel FLAVOR=perf
+	@$(MAKE) -s image bench-tools
+	$(call need,$(APT_VM) $(APT_BENCH))
+	@WORKLOAD=$(GATE_WORKLOAD) bench/run-boots.sh nightly nightly=$(BUILD)/bzImage$(TAG)-perf
+	@$(MAKE) -s bench-check WORKLOAD=$(GATE_WORKLOAD)
+
 bench-check:
 	$(call need,$(APT_BENCH))
-	@run=$(BUILD)/bench/latest-$(WORKLOAD); base=reports/baselines/$(WORKLOAD).json; \
-	[ -d "$$run" ] || { echo "bench-check: no run of '$(WORKLOAD)' yet: make bench WORKLOAD=$(WORKLOAD)"; exit 2; }; \
-	[ -f "$$base" ] || { echo "bench-check: no baseline $$base (make one: /usr/bin/python3 -m reports.check --make-baseline $$run $$base)"; exit 2; }; \
-	/usr/bin/python3 -m reports.check "$$run" "$$base"
+	@set=$(BUILD)/bench/latest-set-nightly-$(GATE_WORKLOAD); \
+	[ -d "$$set" ] || { echo "bench-check: no nightly set of '$(GATE_WORKLOAD)' yet: make bench-nightly WORKLOAD=$(GATE_WORKLOAD)"; exit 2; }; \
+	[ -f "$(GATE_BASE)" ] || { echo "bench-check: no baseline $(GATE_BASE) (make one from 8 or more A/A nightlies: /usr/bin/python3 -m reports.gate baseline $(GATE_BASE) SET_DIR...)"; exit 2; }; \
+	/usr/bin/python3 -m reports.gate check "$$set" "$(GATE_BASE)" --junit "$$set/junit.xml"
+
+bench-ab:
+	@[ -n "$(OLD)" ] && [ -n "$(NEW)" ] || { echo "usage: make bench-ab OLD=<bzImage|patches dir|commit> NEW=<...> [BOOTS=4] [WORKLOAD=fragmented]"; exit 2; }
+	@$(MAKE) -s image bench-tools
+	$(call need,$(APT_VM) $(APT_BENCH) $(APT_KERNEL))
+	@WORKLOAD=$(GATE_WORKLOAD) bench/run-boots.sh ab "old=$(OLD)" "new=$(NEW)" || exit 2
+	@set=$(BUILD)/bench/latest-set-ab-$(GATE_WORKLOAD); \
+	/usr/bin/python3 -m reports.gate ab "$$set" --junit "$$set/junit.xml" \
+		$$([ -f "$(GATE_BASE)" ] && echo --baseline "$(GATE_BASE)")
 
 # Trend page of WORKLOAD from the history store (HISTORY_DIR, default
 # ~/.local/share/fscrypt-lab/history), then the reports/ index.

@@ -1,0 +1,700 @@
+"""The lab's regression gate: sets of boots, the nightly's baseline, the
+check against it, the A/B comparison of two kernels, and what the A/A
+sets say about noise and detection power (issue #34).
+
+    /usr/bin/python3 -m reports.gate summarize SET_DIR
+    /usr/bin/python3 -m reports.gate baseline OUT.json SET_DIR... [--fa 0.02] [--floor-pct 0.5]
+    /usr/bin/python3 -m reports.gate check SET_DIR BASELINE.json [--junit FILE]
+    /usr/bin/python3 -m reports.gate ab SET_DIR [--baseline BASELINE.json] [--junit FILE]
+    /usr/bin/python3 -m reports.gate power BASELINE.json [--minutes-per-boot M]
+
+What is tracked: the log of the main ratio (the first comparison of the
+run: per-extent over per-inode keys) of guest CPU time per MiB, per
+phase. A set (bench/run-boots.sh) is several boots; each boot is a whole
+run with its own preparation and REPS paired reps. A boot's value is the
+mean of its per-rep log-ratios; a nightly's value is the mean of its
+boots' values. So what differs between boots (the prepared layout, the
+boot itself) is in a nightly's value, and what differs between nightlies
+(the host, the day) is in the spread of the A/A nightlies the baseline is
+made of: the baseline's threshold comes from that spread, not from the
+reps of one run (fsperf's rule: mean and spread of many runs).
+
+Exit status: 0 pass, 1 a regression (check, ab), 2 bad input or a set
+that cannot be compared with the baseline (another accel, QEMU, CPU
+count, prep mode, arm set or kernel base), 3 nothing comparable.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Dict, List, Optional
+
+import numpy as np
+from scipy import stats as _sps
+
+from reports import runmodel as M
+
+METRIC = "cpu_per_mib"
+BASELINE_FORMAT = "gate-1"
+# What two sets must share to be compared (pyperf's checked metadata):
+# refused when they differ. The host CPU model and the root image are
+# recorded and warned about, not refused: the metric is guest
+# instructions under icount, which neither changes.
+CHECKED = ("accel", "qemu_version", "cpus", "prep", "arms", "reps",
+           "kernel_base", "workload", "window")
+WARNED = ("host_cpu_model", "root_image_sha256", "order_rule")
+
+
+class GateError(Exception):
+    """Bad input: exit 2."""
+
+
+# ----------------------------------------------------------------- model
+
+@dataclasses.dataclass
+class PhaseValue:
+    """One boot's value of one phase: the per-rep log-ratios and their
+    mean, SD (ddof 1) and count."""
+    logs: List[float]
+
+    @property
+    def n(self):
+        return len(self.logs)
+
+    @property
+    def mean(self):
+        return float(np.mean(self.logs)) if self.logs else math.nan
+
+    @property
+    def sd(self):
+        return float(np.std(self.logs, ddof=1)) if self.n >= 2 else math.nan
+
+
+@dataclasses.dataclass
+class Boot:
+    """One boot of a set: a whole run."""
+    index: int
+    label: str
+    run: str
+    ratio: str
+    phases: Dict[str, PhaseValue]
+    identity: Dict[str, str]
+    injected_ns: int
+    elapsed_s: float
+    other_vms: float
+    load1: float
+    date: str
+
+
+@dataclasses.dataclass
+class Set:
+    """A set of boots (bench/run-boots.sh): a nightly, or an A/B pair."""
+    name: str
+    kind: str
+    workload: str
+    boots: List[Boot]
+    elapsed_s: float
+
+    def labels(self):
+        return sorted({b.label for b in self.boots})
+
+    def phases(self):
+        return list(self.boots[0].phases) if self.boots else []
+
+    def boots_of(self, label):
+        return [b for b in self.boots if b.label == label]
+
+    def value(self, phase, label=None):
+        """The mean over the boots (of LABEL) of their mean log-ratio."""
+        vals = [b.phases[phase].mean for b in self.boots
+                if (label is None or b.label == label)
+                and phase in b.phases]
+        return float(np.mean(vals)) if vals else math.nan
+
+    def identity(self):
+        return self.boots[0].identity if self.boots else {}
+
+    def injected_ns(self, label=None):
+        return max((b.injected_ns for b in self.boots
+                    if label is None or b.label == label), default=0)
+
+    def beside(self):
+        """How many other VMs ran beside the set, on average."""
+        return float(np.mean([b.other_vms for b in self.boots])) \
+            if self.boots else 0.0
+
+
+def identity_of(run):
+    """The checked and warned facts of a loaded run."""
+    meta = run["meta"]
+    info = meta.get("run_info") or {}
+    k = meta.get("kernel") or {}
+    rule = (meta.get("order_rule") or {}).get("rule", "fixed")
+    return {
+        "accel": str(info.get("accel", "?")),
+        "qemu_version": str(info.get("qemu_version", "not recorded")),
+        "cpus": str(info.get("cpus", "?")),
+        "prep": str(meta.get("prep", "?")),
+        "arms": " ".join(sorted(a for a, s in meta.get("arms", {}).items()
+                                if s.get("status") == "measured")),
+        "reps": str(meta.get("reps", "?")),
+        "kernel_base": str(M.kernel_base(k) or "?"),
+        "workload": str(meta.get("workload", "?")),
+        "window": str((meta.get("cpu") or {}).get("window", "?")),
+        "host_cpu_model": str(info.get("host_cpu_model", "not recorded")),
+        "root_image_sha256": str(info.get("root_image_sha256",
+                                          "not recorded")),
+        "order_rule": rule,
+        "series_hash": str(k.get("series_hash", "?")),
+    }
+
+
+def load_boot(run_dir, index=0, label="bench"):
+    run = M.load_run(run_dir)
+    if not run["has_cpu"]:
+        raise GateError(f"{run_dir} recorded no CPU time")
+    ratios = M.tracked_ratios(run, METRIC)
+    if not ratios:
+        raise GateError(f"{run_dir} has no comparison of two arms")
+    name, phases = next(iter(ratios.items()))
+    out = {}
+    for phase, v in phases.items():
+        if isinstance(v, str):
+            raise GateError(f"{run_dir}: {name} {phase}: {v}")
+        out[phase] = PhaseValue([math.log(x) for x in v[1]
+                                 if math.isfinite(x) and x > 0])
+    info = run["meta"].get("run_info") or {}
+    return Boot(index=index, label=label, run=os.path.basename(run_dir),
+                ratio=name, phases=out, identity=identity_of(run),
+                injected_ns=M.injected_delay_ns(run["meta"]),
+                elapsed_s=float(info.get("elapsed_s") or 0),
+                other_vms=float(info.get("host_other_vms_mean") or 0),
+                load1=float(info.get("host_load1_mean") or 0),
+                date=str(run["meta"].get("date", "")))
+
+
+def load_set(set_dir):
+    path = os.path.join(set_dir, "set.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            s = json.load(f)
+    except (OSError, ValueError) as e:
+        raise GateError(f"{set_dir}: no readable set.json ({e})") from e
+    boots = [load_boot(os.path.join(set_dir, b["run"]), b["index"],
+                       b["label"]) for b in s.get("boots", [])]
+    if not boots:
+        raise GateError(f"{set_dir}: the set has no boots")
+    ids = {json.dumps({k: b.identity[k] for k in CHECKED}, sort_keys=True)
+           for b in boots}
+    if len(ids) > 1:
+        raise GateError(f"{set_dir}: its boots differ in "
+                        + ", ".join(k for k in CHECKED
+                                    if len({b.identity[k] for b in boots})
+                                    > 1))
+    ratios = {b.ratio for b in boots}
+    if len(ratios) > 1:
+        raise GateError(f"{set_dir}: its boots track different ratios "
+                        f"{sorted(ratios)}")
+    return Set(name=os.path.basename(os.path.normpath(set_dir)),
+               kind=s.get("kind", "?"), workload=s.get("workload", "?"),
+               boots=boots, elapsed_s=float(s.get("elapsed_s") or 0))
+
+
+def pct(log_value):
+    return 100.0 * math.expm1(log_value)
+
+
+# ------------------------------------------------------- summarize a set
+
+def summarize(set_dir):
+    """summary.json and summary.md of a set: per label and phase, the
+    ratio with an interval over its boots."""
+    st = load_set(set_dir)
+    rows = []
+    for label in st.labels():
+        boots = st.boots_of(label)
+        for phase in st.phases():
+            means = [b.phases[phase].mean for b in boots]
+            row = {"label": label, "phase": phase, "boots": len(means),
+                   "ratio": math.exp(float(np.mean(means))),
+                   "boot_ratios": [math.exp(x) for x in means],
+                   "rep_sd_log": float(np.mean([b.phases[phase].sd
+                                                for b in boots]))}
+            if len(means) >= 2:
+                lo, hi = _t_ci(means)
+                row["ci"] = [math.exp(lo), math.exp(hi)]
+            rows.append(row)
+    out = {"set": st.name, "kind": st.kind, "workload": st.workload,
+           "ratio": st.boots[0].ratio, "metric": METRIC,
+           "identity": st.identity(), "elapsed_s": st.elapsed_s,
+           "boots": [{"index": b.index, "label": b.label, "run": b.run,
+                      "injected_ns": b.injected_ns,
+                      "other_vms": b.other_vms, "load1": b.load1,
+                      "ratio": {p: math.exp(v.mean)
+                                for p, v in b.phases.items()}}
+                     for b in st.boots],
+           "rows": rows}
+    with open(os.path.join(set_dir, "summary.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    lines = [f"# Set {st.name} ({st.kind}, {st.workload})", "",
+             f"Ratio {st.boots[0].ratio} of guest CPU time per MiB, "
+             f"{len(st.boots)} boot(s), {st.elapsed_s / 60:.1f} min. "
+             "A boot's ratio is the geometric mean of its paired reps; "
+             "the interval is Student's t over the boots' ratios (it "
+             "holds what varies between boots, not between days).", "",
+             "| label | phase | boots | ratio | 95% CI over boots | "
+             "per boot |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ci = (f"{r['ci'][0]:.4f}-{r['ci'][1]:.4f}" if "ci" in r
+              else "(one boot)")
+        lines.append(f"| {r['label']} | {r['phase']} | {r['boots']} | "
+                     f"{r['ratio']:.4f} | {ci} | "
+                     + " ".join(f"{x:.4f}" for x in r["boot_ratios"])
+                     + " |")
+    with open(os.path.join(set_dir, "summary.md"), "w",
+              encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return out
+
+
+def _t_ci(x, alpha=0.05):
+    x = np.asarray(x, dtype=float)
+    half = float(_sps.t.ppf(1 - alpha / 2, x.size - 1)) * \
+        float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    return float(np.mean(x)) - half, float(np.mean(x)) + half
+
+
+# --------------------------------------------------- variance components
+
+def components(sets, phase):
+    """Variance components of one phase's log-ratio from A/A sets of one
+    design: within a boot (rep to rep), between boots of a set, between
+    sets (nightlies). Method of moments on the nested design, each
+    clipped at 0. Returns SDs, the design (boots, reps) and the dfs."""
+    within, boot_means_dev, set_means = [], [], []
+    df_w = df_b = 0
+    reps = []
+    for st in sets:
+        means = []
+        for b in st.boots:
+            v = b.phases[phase]
+            if v.n >= 2:
+                within.append(float(np.var(v.logs, ddof=1)) * (v.n - 1))
+                df_w += v.n - 1
+            reps.append(v.n)
+            means.append(v.mean)
+        if len(means) >= 2:
+            boot_means_dev.append(float(np.var(means, ddof=1))
+                                  * (len(means) - 1))
+            df_b += len(means) - 1
+        set_means.append(float(np.mean(means)))
+    r = float(np.mean(reps)) if reps else 1.0
+    nb = float(np.mean([len(st.boots) for st in sets])) if sets else 1.0
+    s2_w = sum(within) / df_w if df_w else 0.0
+    ms_b = sum(boot_means_dev) / df_b if df_b else math.nan
+    s2_b = max(0.0, ms_b - s2_w / r) if df_b else math.nan
+    ms_s = float(np.var(set_means, ddof=1)) if len(set_means) >= 2 \
+        else math.nan
+    base = (s2_b if not math.isnan(s2_b) else 0.0) + s2_w / r
+    s2_s = max(0.0, ms_s - base / nb) if not math.isnan(ms_s) else math.nan
+    return {"within_sd": math.sqrt(s2_w), "df_within": df_w,
+            "between_boot_sd": math.sqrt(s2_b) if not math.isnan(s2_b)
+            else None, "df_boot": df_b,
+            "between_set_sd": math.sqrt(s2_s) if not math.isnan(s2_s)
+            else None, "df_set": len(set_means) - 1,
+            "set_sd": math.sqrt(ms_s) if not math.isnan(ms_s) else None,
+            "boots": nb, "reps": r}
+
+
+def design_sd(comp, boots, reps):
+    """Predicted SD of a nightly's value with BOOTS boots of REPS reps."""
+    s_s = comp["between_set_sd"] or 0.0
+    s_b = comp["between_boot_sd"] or 0.0
+    return math.sqrt(s_s ** 2 + s_b ** 2 / boots
+                     + comp["within_sd"] ** 2 / (boots * reps))
+
+
+# ------------------------------------------------------------- baseline
+
+def threshold_factor(n_sets, phases, fa):
+    """k of the alert rule x - mean > k * sd: the one-sided t quantile of
+    a prediction interval for one new nightly from N A/A nightlies, at a
+    per-phase rate of FA / phases (Bonferroni over the phases: the rate
+    per nightly, all phases together, is at most FA)."""
+    a = fa / max(1, phases)
+    return float(_sps.t.ppf(1 - a, n_sets - 1)) * math.sqrt(1 + 1 / n_sets)
+
+
+def make_baseline(sets, fa=0.02, floor_pct=0.5):
+    if len(sets) < 3:
+        raise GateError(f"a baseline needs A/A sets, at least 3 (8 or more "
+                        f"for the nightly's): got {len(sets)}")
+    for st in sets:
+        if st.kind != "nightly":
+            raise GateError(f"{st.name} is a {st.kind} set, not a nightly")
+        if st.injected_ns():
+            raise GateError(f"{st.name} ran with an injected slowdown")
+    ident = sets[0].identity()
+    for st in sets[1:]:
+        diff = [k for k in CHECKED if st.identity().get(k) != ident.get(k)]
+        if diff:
+            raise GateError(f"{st.name} differs from {sets[0].name} in "
+                            + ", ".join(diff))
+    phases = sets[0].phases()
+    k = threshold_factor(len(sets), len(phases), fa)
+    out_phases = {}
+    for p in phases:
+        vals = [st.value(p) for st in sets]
+        sd = float(np.std(vals, ddof=1))
+        out_phases[p] = {"mean_log": float(np.mean(vals)),
+                         "mean_ratio": math.exp(float(np.mean(vals))),
+                         "sd_log": sd, "threshold_log": k * sd,
+                         "components": components(sets, p)}
+    base = {"format": BASELINE_FORMAT, "metric": METRIC,
+            "ratio": sets[0].boots[0].ratio, "workload": sets[0].workload,
+            "identity": {k2: ident.get(k2) for k2 in CHECKED + WARNED},
+            "boots": len(sets[0].boots), "fa": fa, "floor_pct": floor_pct,
+            "k": k, "phases": out_phases,
+            "sets": [{"set": st.name, "date": st.boots[0].date,
+                      "beside": st.beside(),
+                      "series_hash": st.identity().get("series_hash"),
+                      "elapsed_s": st.elapsed_s,
+                      "values": {p: st.value(p) for p in phases},
+                      "boots": [{p: {"mean": b.phases[p].mean,
+                                     "sd": b.phases[p].sd,
+                                     "n": b.phases[p].n} for p in phases}
+                                for b in st.boots]} for st in sets]}
+    base["loo"] = leave_one_out(base)
+    return base
+
+
+def leave_one_out(base):
+    """How many of the baseline's own A/A nightlies would have alerted
+    against a baseline of the others (the false alarms one can count)."""
+    sets = base["sets"]
+    n = len(sets)
+    if n < 4:
+        return {"tries": 0, "alerts": 0, "alerted": []}
+    alerted = []
+    for i, s in enumerate(sets):
+        others = [x for j, x in enumerate(sets) if j != i]
+        k = threshold_factor(n - 1, len(base["phases"]), base["fa"])
+        for p in base["phases"]:
+            vals = [x["values"][p] for x in others]
+            d = s["values"][p] - float(np.mean(vals))
+            if d > max(k * float(np.std(vals, ddof=1)),
+                       math.log1p(base["floor_pct"] / 100)):
+                alerted.append(s["set"])
+                break
+    return {"tries": n, "alerts": len(alerted), "alerted": alerted}
+
+
+def read_baseline(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            base = json.load(f)
+    except (OSError, ValueError) as e:
+        raise GateError(f"cannot read the baseline {path}: {e}") from e
+    if base.get("format") != BASELINE_FORMAT:
+        raise GateError(f"{path} is not a gate baseline (format "
+                        f"{base.get('format')!r}, want {BASELINE_FORMAT}); "
+                        "make one: reports.gate baseline OUT SET_DIR...")
+    return base
+
+
+def refuse_mismatch(st, base):
+    """GateError (exit 2) naming what differs; warnings for the rest."""
+    ident = st.identity()
+    diff = [f"{k}: set {ident.get(k)!r}, baseline "
+            f"{base['identity'].get(k)!r}" for k in CHECKED
+            if ident.get(k) != base["identity"].get(k)]
+    if len(st.boots) != base["boots"]:
+        diff.append(f"boots: set {len(st.boots)}, baseline "
+                    f"{base['boots']}")
+    if diff:
+        raise GateError("the set cannot be compared with the baseline: "
+                        + "; ".join(diff))
+    return [f"{k} differs: set {ident.get(k)!r}, baseline "
+            f"{base['identity'].get(k)!r}" for k in WARNED
+            if ident.get(k) != base["identity"].get(k)]
+
+
+# ---------------------------------------------------------------- check
+
+@dataclasses.dataclass
+class PhaseCall:
+    """The gate's call on one phase."""
+    phase: str
+    status: str        # "pass", "regression", "faster"
+    change_pct: float
+    limit_pct: float
+    text: str
+    ci: Optional[List[float]] = None
+
+
+def check(st, base):
+    """The gate's calls on nightly set ST against BASE, and warnings."""
+    if st.kind != "nightly":
+        raise GateError(f"{st.name} is a {st.kind} set; check takes a "
+                        "nightly (ab sets: reports.gate ab)")
+    warnings = refuse_mismatch(st, base)
+    floor = math.log1p(base["floor_pct"] / 100)
+    calls = []
+    for p, b in base["phases"].items():
+        if p not in st.phases():
+            raise GateError(f"{st.name} has no phase {p}")
+        d = st.value(p) - b["mean_log"]
+        limit = max(b["threshold_log"], floor)
+        status = ("regression" if d > limit else
+                  "faster" if d < -limit else "pass")
+        calls.append(PhaseCall(
+            p, status, pct(d), pct(limit),
+            f"{p}: ratio {math.exp(st.value(p)):.4f} against the "
+            f"baseline's {b['mean_ratio']:.4f}: {pct(d):+.2f}% "
+            f"(alert above +{pct(limit):.2f}%)"))
+    return calls, warnings
+
+
+def fa_text(base):
+    loo = base.get("loo") or {}
+    return (f"false-alarm rate per nightly at most {100 * base['fa']:g}% "
+            f"by construction (t prediction bound from "
+            f"{len(base['sets'])} A/A nightlies, Bonferroni over "
+            f"{len(base['phases'])} phases); {loo.get('alerts', 0)} of "
+            f"{loo.get('tries', 0)} A/A nightlies would have alerted "
+            "against a baseline of the others")
+
+
+# ------------------------------------------------------------------- ab
+
+def ab(st, base=None, alpha=0.05, floor_pct=None):
+    """NEW/OLD change of the per-extent premium per phase of ab set ST,
+    with an interval over the boots (pooled SD of the two labels' boot
+    values; pooled too with the baseline's spread of one boot's value,
+    with its degrees of freedom, when a baseline is given), decided on
+    intervals widened for the number of phases (Bonferroni)."""
+    if st.kind != "ab":
+        raise GateError(f"{st.name} is a {st.kind} set, not an ab set")
+    warnings = []
+    if base is not None:
+        try:
+            refuse_mismatch_ab(st, base)
+        except GateError as e:
+            warnings.append(f"baseline not used: {e}")
+            base = None
+    if floor_pct is None:
+        floor_pct = base["floor_pct"] if base else 0.5
+    floor = math.log1p(floor_pct / 100)
+    phases = st.phases()
+    a_fam = alpha / len(phases)
+    calls = []
+    for p in phases:
+        old = [b.phases[p].mean for b in st.boots_of("old")]
+        new = [b.phases[p].mean for b in st.boots_of("new")]
+        d = float(np.mean(new) - np.mean(old))
+        ss = (float(np.var(old, ddof=1)) * (len(old) - 1) if len(old) > 1
+              else 0.0) + (float(np.var(new, ddof=1)) * (len(new) - 1)
+                           if len(new) > 1 else 0.0)
+        df = len(old) + len(new) - 2
+        if base is not None and p in base["phases"]:
+            c = base["phases"][p]["components"]
+            # the baseline's spread of one boot's value, with its dfs
+            v_boot = (c["between_boot_sd"] or 0.0) ** 2 + \
+                c["within_sd"] ** 2 / max(1.0, c["reps"])
+            ss += v_boot * c["df_boot"]
+            df += c["df_boot"]
+        if df < 1:
+            raise GateError(f"{st.name}: too few boots for an interval")
+        s = math.sqrt(ss / df)
+        se = s * math.sqrt(1 / len(old) + 1 / len(new))
+        t95 = float(_sps.t.ppf(1 - alpha / 2, df))
+        tf = float(_sps.t.ppf(1 - a_fam / 2, df))
+        lo, hi = d - tf * se, d + tf * se
+        status = ("regression" if lo > floor else
+                  "faster" if hi < -floor else "pass")
+        calls.append(PhaseCall(
+            p, status, pct(d), floor_pct,
+            f"{p}: premium NEW/OLD {pct(d):+.2f}% (95% CI "
+            f"{pct(d - t95 * se):+.2f}% to {pct(d + t95 * se):+.2f}%; "
+            f"{100 * (1 - a_fam):.1f}% CI {pct(lo):+.2f}% to "
+            f"{pct(hi):+.2f}%, {df} df)",
+            ci=[pct(d - t95 * se), pct(d + t95 * se)]))
+    return calls, warnings
+
+
+def refuse_mismatch_ab(st, base):
+    ident = st.identity()
+    diff = [f"{k}: set {ident.get(k)!r}, baseline "
+            f"{base['identity'].get(k)!r}" for k in CHECKED
+            if ident.get(k) != base["identity"].get(k)]
+    if diff:
+        raise GateError("the baseline's spread does not apply to this "
+                        "set: " + "; ".join(diff))
+    return []
+
+
+# ---------------------------------------------------------------- power
+
+def power_table(base, designs=((1, 5), (2, 5), (2, 8), (3, 5), (4, 5)),
+                minutes=None):
+    """Per design (boots, reps): the predicted SD of a nightly's value,
+    its alert threshold and the smallest slowdown caught with 95% power,
+    per phase (from the baseline's variance components)."""
+    z = float(_sps.norm.ppf(0.95))
+    k = base["k"]
+    floor = math.log1p(base["floor_pct"] / 100)
+    out = []
+    for boots, reps in designs:
+        row = {"boots": boots, "reps": reps, "phases": {}}
+        if minutes:
+            row["minutes"] = minutes(boots, reps)
+        for p, b in base["phases"].items():
+            sd = design_sd(b["components"], boots, reps)
+            limit = max(k * sd, floor)
+            row["phases"][p] = {"sd_pct": 100 * sd,
+                                "limit_pct": pct(limit),
+                                "mdc95_pct": pct(limit + z * sd)}
+        out.append(row)
+    return out
+
+
+def power_of(base, phase, shift_log, boots=None, reps=None):
+    """Predicted probability that a nightly alerts on PHASE when its
+    premium grows by SHIFT_LOG."""
+    b = base["phases"][phase]
+    c = b["components"]
+    sd = design_sd(c, boots or base["boots"], reps or c["reps"])
+    limit = max(base["k"] * sd, math.log1p(base["floor_pct"] / 100))
+    return float(1 - _sps.norm.cdf((limit - shift_log) / sd))
+
+
+# ---------------------------------------------------------------- junit
+
+def junit(path, suite, calls, skipped_reason=None):
+    """JUnit XML: a testcase per phase; a regression fails, the rest
+    pass (skipped with a reason when nothing was compared)."""
+    from xml.sax.saxutils import escape, quoteattr
+    fails = sum(c.status == "regression" for c in calls)
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuite name={quoteattr(suite)} tests="{len(calls)}" '
+             f'failures="{fails}" errors="0" skipped="0">']
+    for c in calls:
+        lines.append(f'  <testcase classname={quoteattr(suite)} '
+                     f'name={quoteattr(c.phase)}>')
+        if c.status == "regression":
+            lines.append(f'    <failure message={quoteattr(c.text)}/>')
+        lines.append(f"    <system-out>{escape(c.text)}</system-out>")
+        lines.append("  </testcase>")
+    lines.append("</testsuite>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+# ----------------------------------------------------------------- main
+
+def _print_calls(calls):
+    for c in calls:
+        mark = {"regression": "REGRESSION", "faster": "faster",
+                "pass": "ok"}[c.status]
+        print(f"gate: {mark:10s} {c.text}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="reports.gate")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("summarize")
+    p.add_argument("set_dir")
+    p = sub.add_parser("baseline")
+    p.add_argument("out")
+    p.add_argument("sets", nargs="+")
+    p.add_argument("--fa", type=float, default=0.02)
+    p.add_argument("--floor-pct", type=float, default=0.5)
+    p = sub.add_parser("check")
+    p.add_argument("set_dir")
+    p.add_argument("baseline")
+    p.add_argument("--junit")
+    p = sub.add_parser("ab")
+    p.add_argument("set_dir")
+    p.add_argument("--baseline")
+    p.add_argument("--floor-pct", type=float)
+    p.add_argument("--junit")
+    p = sub.add_parser("power")
+    p.add_argument("baseline")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "summarize":
+            summarize(args.set_dir)
+            return 0
+        if args.cmd == "baseline":
+            base = make_baseline([load_set(d) for d in args.sets],
+                                 args.fa, args.floor_pct)
+            with open(args.out, "w", encoding="utf-8") as f:
+                json.dump(base, f, indent=1, sort_keys=True)
+            print(f"gate: baseline of {len(base['sets'])} A/A nightlies "
+                  f"written to {args.out}; {fa_text(base)}")
+            for ph, b in base["phases"].items():
+                print(f"gate:   {ph}: ratio {b['mean_ratio']:.4f}, SD "
+                      f"between nightlies {100 * b['sd_log']:.3f}%, alert "
+                      f"above +{pct(max(b['threshold_log'], math.log1p(base['floor_pct'] / 100))):.2f}%")
+            return 0
+        if args.cmd == "check":
+            base = read_baseline(args.baseline)
+            st = load_set(args.set_dir)
+            calls, warnings = check(st, base)
+            for w in warnings:
+                print(f"gate: warning: {w}", file=sys.stderr)
+            print(f"gate: nightly {st.name} against {args.baseline} "
+                  f"({base['ratio']}, guest CPU per MiB)")
+            _print_calls(calls)
+            print(f"gate: {fa_text(base)}")
+            if args.junit:
+                junit(args.junit, f"bench-check.{st.workload}", calls)
+            bad = [c.phase for c in calls if c.status == "regression"]
+            print("gate: " + (f"REGRESSION in {', '.join(bad)}" if bad
+                              else "pass"))
+            return 1 if bad else 0
+        if args.cmd == "ab":
+            base = read_baseline(args.baseline) if args.baseline else None
+            st = load_set(args.set_dir)
+            calls, warnings = ab(st, base, floor_pct=args.floor_pct)
+            for w in warnings:
+                print(f"gate: warning: {w}", file=sys.stderr)
+            if warnings:
+                base = None
+            print(f"gate: bench-ab {st.name}: {len(st.boots_of('old'))} "
+                  f"old and {len(st.boots_of('new'))} new boot(s), "
+                  f"premium = {st.boots[0].ratio} of guest CPU per MiB")
+            _print_calls(calls)
+            fam = 100 * 0.05 / 2
+            print(f"gate: a phase is flagged when its "
+                  f"{100 * (1 - 0.05 / len(calls)):.1f}% interval lies "
+                  f"wholly above +{calls[0].limit_pct:g}%: at most "
+                  f"{fam:g}% false alarms per comparison, all phases "
+                  "together" + (f"; the nightly's: {fa_text(base)}"
+                                if base else ""))
+            if args.junit:
+                junit(args.junit, f"bench-ab.{st.workload}", calls)
+            bad = [c.phase for c in calls if c.status == "regression"]
+            print("gate: " + (f"NEW is slower in {', '.join(bad)}" if bad
+                              else "no slowdown of NEW beyond the floor"))
+            return 1 if bad else 0
+        if args.cmd == "power":
+            base = read_baseline(args.baseline)
+            print(json.dumps(power_table(base), indent=1))
+            return 0
+    except GateError as e:
+        print(f"gate: error: {e}", file=sys.stderr)
+        return 2
+    except M.RunError as e:
+        print(f"gate: error: {e}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
