@@ -127,4 +127,10 @@ ln -sfn "$set_dir" "$top/build/bench/latest-set-$kind-$WORKLOAD"
 cd "$top" || die "cannot cd to $top"
 /usr/bin/python3 -m reports.gate summarize "$set_dir" ||
 	die "could not summarize the set $set_dir"
+# every boot goes into the history store, as its label's kind of run
+# (nightly, old, new: reports/history.py draws one trend per kind)
+for b in "$set_dir"/boot*/; do
+	/usr/bin/python3 -m reports.history append "${b%/}" ||
+		die "could not record ${b%/} in the history store (LAB_HISTORY_DIR=${LAB_HISTORY_DIR:-default})"
+done
 echo "run-boots: done in $(( $(date +%s) - t0 ))s: $set_dir"

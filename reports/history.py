@@ -14,7 +14,7 @@ Per run (table runs): the run directory's name, workload, date, accel,
 kernel release, kernel series hash, commit of the kernel tree, kernel
 config hash, lab commit, reps, injected delay, and the report's directory.
 Per metric, tracked ratio and phase (table ratios): the ratio with its 95%
-bootstrap CI from reports.labstats.ratio_of_samples() (geometric mean of
+t-interval from reports.labstats.ratio_of_samples() (geometric mean of
 the per-rep ratios, the report's and the check's definition; no CI when
 the reps cannot support one), n, the per-rep ratios and the place of the
 comparison and phase in the run's own order. Metrics: bw_bytes
@@ -357,21 +357,28 @@ def _fmt(x, spec=".4f"):
     return "-" if x is None else format(x, spec)
 
 
-def split_by_kernel_base(data):
-    """One trend per Linux base: {key: points} with every key whose points
-    come from kernels of more than one base (runmodel.kernel_base of their
-    release) split into (metric, ratio, "PHASE (Linux BASE)") keys, so that
-    no trend line joins runs of 6.1 and 6.12; and {key: (the key it came
+def split_trends(data):
+    """One trend per Linux base, accel and run kind: {key: points} with
+    every key whose points come from more than one (runmodel.kernel_base
+    of their release; accel; run_kind: bench, nightly, old, new) split
+    into (metric, ratio, "PHASE (Linux BASE, ACCEL, KIND)") keys, so that
+    no trend line joins runs of 6.1 and 6.12, of KVM and icount, or a
+    make bench of six arms and a nightly; and {key: (the key it came
     from, its base or None)}."""
     out, origin = {}, {}
     for key, pts in data.items():
         groups = {}
         for p in pts:
             kb = M.kernel_base({"release": p.get("kernel_release")})
-            groups.setdefault(kb, []).append(p)
-        for kb, g in groups.items():
+            groups.setdefault((kb, p.get("accel") or "?",
+                               p.get("run_kind") or "bench"), []).append(p)
+        # the label names what differs among the key's groups
+        varies = [len({g[i] for g in groups}) > 1 for i in range(3)]
+        for (kb, accel, kind), g in groups.items():
+            parts = [x for x, v in zip((f"Linux {kb or '?'}", accel, kind),
+                                       varies) if v]
             new = key if len(groups) == 1 else \
-                (key[0], key[1], f"{key[2]} (Linux {kb or '?'})")
+                (key[0], key[1], f"{key[2]} ({', '.join(parts)})")
             out[new] = g
             origin[new] = (key, kb)
     return out, origin
@@ -395,7 +402,7 @@ def plot(workload, out_dir, baseline=None, path=None):
                 base[(metric, name, phase)] = L.ratio_of_samples(
                     e["samples"])["value"]
     # a baseline's line only on the trend of its own Linux base
-    data, origin = split_by_kernel_base(data)
+    data, origin = split_trends(data)
     base = {k: base[old] for k, (old, kb) in origin.items()
             if old in base and not (bkbase and kb and kb != bkbase)}
     os.makedirs(out_dir, exist_ok=True)
@@ -415,7 +422,8 @@ def plot(workload, out_dir, baseline=None, path=None):
             "Each point is one run (click it for its report): the "
             "geometric mean of its per-rep ratios (the report's and the "
             "check's definition); whiskers are "
-            "95% bootstrap CIs; runs with too few reps for a CI are drawn "
+            "95% t-intervals over the run's reps (conditional on its one "
+            "boot); runs with too few reps for one are drawn "
             "as x without whiskers. Baseline: "
             + (f"<code>{esc(os.path.basename(baseline))}</code>, threshold "
                f"{threshold:g}%" if base else "none") + ".</p>"]

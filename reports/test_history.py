@@ -264,6 +264,29 @@ class KernelBase(unittest.TestCase):
             if "(Linux 6.12)" in svg[0]:
                 self.assertNotIn("baseline ", svg[1], svg[0])
 
+    def test_trends_split_by_accel_and_run_kind(self):
+        # a nightly boot under icount beside make bench runs under tcg
+        t = self.tmp.name
+        r = _run(t, "20261207-013000-fragmented", "2026-12-07T01:30:00Z",
+                 seed=20, reps=5)
+        _on_kernel(r, "6.12.118+")
+        path = os.path.join(r, "meta.json")
+        with open(path) as f:
+            meta = json.load(f)
+        meta["run_info"]["accel"] = "icount"
+        meta["boot"] = {"boot_label": "nightly", "boot_index": "1"}
+        with open(path, "w") as f:
+            json.dump(meta, f)
+        H.append(r, None, self.store)
+        out = os.path.join(t, "trend2")
+        H.plot("fragmented", out, None, self.store)
+        with open(os.path.join(out, "index.html")) as f:
+            heads = re.findall(r"<h2>([^<]+)</h2>", f.read())
+        self.assertIn("btrfs-extent/btrfs-inode seqread (Linux 6.12, "
+                      "icount, nightly): CPU cost per MiB ratio", heads)
+        self.assertIn("btrfs-extent/btrfs-inode seqread (Linux 6.12, tcg, "
+                      "bench): CPU cost per MiB ratio", heads)
+
     def test_check_refuses_another_base(self):
         C.make_baseline(self.runs[0], self.baseline, 5.0)
         with self.assertRaisesRegex(C.UsageError, "Linux 6.1, the run on "
