@@ -208,7 +208,7 @@ def plot_main_ratio(run, res, out_dir, colors):
         reason = next((c["reason"] for c in res["comparisons"]
                        if (c["a"], c["b"]) == (main_a, main_b)), "no data")
         return _text_figure(out_dir, "ratio_extent_inode.png",
-                            f"{main_a} / {main_b} ratio with 95% bootstrap "
+                            f"{main_a} / {main_b} ratio with 95% t-interval "
                             "CI: not measured", reason.replace("; ", "\n"))
     phases = [p for p in run["phases"] if any(c["phase"] == p
                                               for c in comps)]
@@ -266,7 +266,7 @@ def plot_main_ratio(run, res, out_dir, colors):
         ax.grid(axis="y", alpha=0.3)
     why = next((c["bw"]["not_conclusive"] for c in comps
                 if c["bw"]["not_conclusive"]), None) or "too few reps"
-    fig.suptitle(f"Against {main_b}, with 95% bootstrap CI ({main_a} / "
+    fig.suptitle(f"Against {main_b}, with 95% t-interval ({main_a} / "
                  f"{main_b} is the main comparison)"
                  + (f"; x: no CI, {why}" if no_ci else ""), fontsize=10)
     return _save(fig, out_dir, "ratio_extent_inode.png")
@@ -292,7 +292,7 @@ def plot_comparisons(res, out_dir):
                        fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("throughput ratio (geometric mean of per-rep ratios), "
-                  "95% bootstrap CI (red: significant change; x: no CI, "
+                  "95% t-interval (red: significant change; x: no CI, "
                   "too few reps)")
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, out_dir, "comparisons.png")

@@ -42,6 +42,17 @@ def section_header(doc, run, res):
                  "measurement of the kernel.")
 
 
+def _n_intervals(res):
+    """How many ratio intervals the report shows (for the note on
+    multiple comparisons)."""
+    n = 0
+    for c in res.get("comparisons", []):
+        for k in ("bw", "cpu", "cpu_per_op"):
+            n += bool(c.get(k))
+        n += len(c.get("latency") or {})
+    return n
+
+
 def section_verdicts(doc, run, res):
     doc.h(2, "Verdicts")
     g = run["goals"]
@@ -68,11 +79,17 @@ def section_verdicts(doc, run, res):
           "goal's side, \"not met\" when all of it is on the other side, "
           "and \"undecided\" when it contains the goal; the metrics beside "
           "it follow the same rule. The ratio is the geometric mean of "
-          "per-rep ratios, 95% bootstrap CI over the pairs (p99: bins "
-          "merged over reps; see Comparisons). With fewer than "
-          f"{L.reps_for_ci()} reps per arm a verdict says \"not conclusive "
-          "(n = N)\" and shows no CI: the bootstrap's 2.5% bound would just "
-          "be the most extreme rep.")
+          "per-rep ratios, with Student's 95% t-interval of the mean "
+          "log-ratio (p99: a bootstrap over reps of bins merged; see "
+          f"Comparisons). With fewer than {L.MIN_PAIRED_REPS} paired reps "
+          "a verdict says \"not conclusive (n = N)\". **What the interval "
+          "is conditional on:** this run's one boot and, with PREP=once, "
+          "its one prepared layout; what varies between boots and between "
+          "days is not in it (the nightly's A/A sets measure that: "
+          "bench/README.md, \"The nightly\"). About "
+          f"{_n_intervals(res)} intervals are in this report; only the "
+          "main comparison's verdicts are judged, the rest are "
+          "descriptive, and a few of them exclude 1 by chance.")
     doc.ul(v["text"] for v in res["verdicts"])
 
 
@@ -278,7 +295,8 @@ def section_latency(doc, run, res, plots):
     doc.p("Percentiles are nearest-rank on the fio json+ `clat_ns` "
           "histograms of all reps merged (not averages of per-rep "
           "percentiles). The ratio column is this arm over its reference "
-          "arm, with a 95% bootstrap CI that resamples whole reps.")
+          "arm, with a 95% bootstrap CI that resamples whole reps (a "
+          "statistic of all I/Os, not of reps, so no t-interval).")
     if plots.get("latency"):
         doc.img(plots["latency"], "latency percentiles")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
@@ -372,8 +390,8 @@ def section_cpu(doc, run, res, plots):
           + f". The window: {cpu_window_text(run)}. Cost per MiB = CPU "
           "time / (fio `io_bytes` / 2^20), in CPU ms per MiB; per I/O = CPU "
           "time / fio `total_ios`, in CPU µs. Ratio = the arm over its "
-          "reference (geometric mean of per-rep ratios, 95% bootstrap CI "
-          "over the pairs); lower is cheaper.")
+          "reference (geometric mean of per-rep ratios, 95% t-interval "
+          "of the mean log-ratio); lower is cheaper.")
     if plots.get("cpu"):
         doc.img(plots["cpu"], "CPU cost per MiB per arm and phase")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
@@ -416,8 +434,8 @@ def section_comparisons(doc, run, res, plots):
     doc.h(2, "Comparisons")
     doc.p("Ratio = the geometric mean of the per-rep ratios A[rep N] / "
           "B[rep N] (the arms run interleaved, so rep N of A and of B ran "
-          "back to back), with a 95% percentile-bootstrap CI that "
-          "resamples the pairs (10000 draws, fixed seed): "
+          "back to back), with Student's 95% t-interval of the mean "
+          "log-ratio: "
           "`reports.labstats.ratio`, the one definition the baseline, the "
           "regression check and the history use too. Throughput: higher "
           "is better; CPU cost per MiB: lower is cheaper. Change % = 100 x "
@@ -694,8 +712,8 @@ def section_tail(doc, run, res, threshold, plots):
         "(read/write) is the side of jobs[0] that moved bytes.",
         "summary: median, mean, sample stddev (ddof=1), CoV = stddev/mean.",
         "Ratios (throughput, CPU cost): geometric mean of the per-rep "
-        "ratios A[rep N] / B[rep N]; 95% CI by percentile bootstrap over "
-        "the pairs, 10000 draws, numpy default_rng with a fixed seed, so "
+        "ratios A[rep N] / B[rep N]; 95% CI: Student's t-interval of the "
+        "mean log-ratio (n - 1 degrees of freedom), exponentiated, so "
         "the report is reproducible (`reports.labstats.ratio`, also used "
         "by the baseline, the check and the history).",
         ("CPU cost: not recorded in this run." if not run["has_cpu"] else

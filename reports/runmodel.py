@@ -168,10 +168,11 @@ RATIO_DEFINITION = {
     "name": "geometric mean of per-rep ratios",
     "definition": "r_N = A[rep N] / B[rep N] for the reps both arms ran "
                   "(interleaved, back to back); ratio = exp(mean(log r_N))",
-    "ci": "95% percentile bootstrap of the geometric mean, pairs "
-          "resampled with replacement, 10000 draws, "
-          f"numpy default_rng({L.SEED}); none with fewer than "
-          f"{L.reps_for_ci()} pairs",
+    "ci": "95% Student t-interval of mean(log r_N), n - 1 degrees of "
+          "freedom, exponentiated (before 2026-12-07: a percentile "
+          "bootstrap, which covered about 84% with 5 pairs); conditional "
+          "on the run's one boot; not conclusive with fewer than "
+          f"{L.MIN_PAIRED_REPS} pairs",
     "function": "reports.labstats.ratio",
 }
 
