@@ -63,13 +63,16 @@ resolve_kernel() { # spec
 	else
 		die "kernel '$spec' is neither a file, a patches directory nor a commit of this repository"
 	fi
-	hash=$(cd "$pdir" && cat series $(grep -v '^[[:space:]]*\(#\|$\)' series) 2>/dev/null |
-		sha256sum | cut -c1-12)
+	# the kernel is named by what goes into it: its patches and configs
+	hash=$(cd "$pdir" && find . -type f \( -name series -o -name '*.patch' -o -name '*.config' \) -print0 |
+		LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -c1-12)
 	out=$top/build/ab-kernels/$hash
+	configs=$top/patches/config
+	[ -d "$pdir/config" ] && configs=$pdir/config
 	if [ ! -f "$out/bzImage-6.12-perf" ]; then
 		echo "run-boots: building the perf kernel of $spec in $out (a few minutes with ccache; log: $out/kernel.log)" >&2
 		mkdir -p "$out"
-		BUILD=$out PATCHES=$pdir "$top/patches/kernel.sh" build perf >"$out/kernel.log" 2>&1 ||
+		BUILD=$out PATCHES=$pdir CONFIGS=$configs "$top/patches/kernel.sh" build perf >"$out/kernel.log" 2>&1 ||
 			die "could not build the kernel of $spec (log: $out/kernel.log)"
 	fi
 	echo "$out/bzImage-6.12-perf"
