@@ -6,7 +6,8 @@ sets say about noise and detection power (issue #34).
     /usr/bin/python3 -m reports.gate baseline OUT.json SET_DIR... [--fa 0.02] [--floor-pct 0.5]
     /usr/bin/python3 -m reports.gate check SET_DIR BASELINE.json [--junit FILE]
     /usr/bin/python3 -m reports.gate ab SET_DIR [--baseline BASELINE.json] [--junit FILE]
-    /usr/bin/python3 -m reports.gate power BASELINE.json [--minutes-per-boot M]
+    /usr/bin/python3 -m reports.gate power BASELINE.json
+    /usr/bin/python3 -m reports.gate experiment BASELINE.json SET_DIR...
 
 What is tracked: the log of the main ratio (the first comparison of the
 run: per-extent over per-inode keys) of guest CPU time per MiB, per
@@ -573,6 +574,48 @@ def power_of(base, phase, shift_log, boots=None, reps=None):
     return float(1 - _sps.norm.cdf((limit - shift_log) / sd))
 
 
+# ----------------------------------------------------------- experiment
+
+def experiment(base, sets):
+    """The detection experiment: each injected nightly set against the
+    baseline (alerted or not), with its measured shift per phase and the
+    power the baseline's variance components predict for that shift.
+    Returns rows, one per set."""
+    rows = []
+    for st in sets:
+        calls, _ = check(st, base)
+        shift = {c.phase: c.change_pct for c in calls}
+        rows.append({
+            "set": st.name, "date": st.boots[0].date,
+            "injected_ns": st.injected_ns(), "beside": st.beside(),
+            "load1": float(np.mean([b.load1 for b in st.boots])),
+            "elapsed_s": st.elapsed_s,
+            "shift_pct": shift,
+            "alerted": [c.phase for c in calls if c.status == "regression"],
+            "predicted": {p: power_of(base, p, math.log1p(shift[p] / 100))
+                          for p in shift}})
+    return rows
+
+
+def experiment_md(base, rows):
+    """The experiment's table, Markdown."""
+    phases = list(base["phases"])
+    out = ["| set | date | injected ns | beside (other VMs) | "
+           + " | ".join(f"{p} shift" for p in phases)
+           + " | predicted power (any phase) | alerted |",
+           "|---|---|---|---|" + "---|" * len(phases) + "---|---|"]
+    for r in rows:
+        miss = 1.0
+        for p in phases:
+            miss *= 1 - r["predicted"][p]
+        out.append(f"| {r['set']} | {r['date'][:16]} | {r['injected_ns']} "
+                   f"| {r['beside']:.2f} | "
+                   + " | ".join(f"{r['shift_pct'][p]:+.2f}%" for p in phases)
+                   + f" | {100 * (1 - miss):.1f}% | "
+                   + (", ".join(r["alerted"]) or "no") + " |")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- junit
 
 def junit(path, suite, calls, skipped_reason=None):
@@ -625,6 +668,9 @@ def main(argv=None):
     p.add_argument("--junit")
     p = sub.add_parser("power")
     p.add_argument("baseline")
+    p = sub.add_parser("experiment")
+    p.add_argument("baseline")
+    p.add_argument("sets", nargs="+")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "summarize":
@@ -686,6 +732,11 @@ def main(argv=None):
         if args.cmd == "power":
             base = read_baseline(args.baseline)
             print(json.dumps(power_table(base), indent=1))
+            return 0
+        if args.cmd == "experiment":
+            base = read_baseline(args.baseline)
+            rows = experiment(base, [load_set(d) for d in args.sets])
+            print(experiment_md(base, rows))
             return 0
     except GateError as e:
         print(f"gate: error: {e}", file=sys.stderr)

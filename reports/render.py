@@ -4,6 +4,7 @@ Each section takes the run, the analysis and the plot file names.
 """
 
 import json
+import math
 
 from reports import labstats as L
 from reports.doc import Doc
@@ -430,6 +431,84 @@ def section_cpu(doc, run, res, plots):
                    f"`raw/<arm>/rep<N>/{phase}.json` (io_bytes, total_ios)"])
 
 
+def first_in_rep(run, a, b):
+    """{rep: a or b}: which of the two arms ran first in each rep (meta
+    order: the order the guest ran them)."""
+    seen = {}
+    for arm, rep in run["meta"].get("order") or []:
+        if arm in (a, b):
+            seen.setdefault(int(rep), arm)
+    return seen
+
+
+def busy_pct(run, arm, phase):
+    """The median share of the phase's wall time its guest was busy
+    (CPU time over fio's runtime), in %; None without both."""
+    vals = []
+    for d in run["data"].get(arm, {}).get(phase, {}).values():
+        if d.get("cpu_s") is not None and d.get("runtime_ms"):
+            vals.append(100.0 * d["cpu_s"] / (d["runtime_ms"] / 1000.0))
+    return sorted(vals)[len(vals) // 2] if vals else None
+
+
+# Below this share of busy time a phase's throughput and latency follow
+# the host (the guest waits for the emulated disk), not the kernel.
+HOST_BOUND_BUSY_PCT = 90.0
+
+
+def section_cpu_reps(doc, run, res):
+    """The deciding metric rep by rep: per-rep CPU ratios with the arm
+    that ran first, the ratio in each order (a check of carry-over from
+    one arm to the next), whether the interval excludes 1, and how busy
+    the guest was (throughput of a phase far from 100% busy is
+    host-bound)."""
+    rows = []
+    for c in res["comparisons"]:
+        if c["status"] != "measured" or not c.get("cpu"):
+            continue
+        a, b = c["a"], c["b"]
+        first = first_in_rep(run, a, b)
+        per = c["cpu"]["per_rep_ratio"]
+        by_order = {a: [], b: []}
+        for rep, r in per.items():
+            if first.get(int(rep)) in by_order:
+                by_order[first[int(rep)]].append(r)
+
+        def gm(xs):
+            return fmt_ratio(math.exp(sum(map(math.log, xs)) / len(xs))) \
+                if xs else "-"
+        ba, bb = busy_pct(run, a, c["phase"]), busy_pct(run, b, c["phase"])
+        busy = " / ".join("-" if x is None else f"{x:.0f}%"
+                          for x in (ba, bb))
+        if any(x is not None and x < HOST_BOUND_BUSY_PCT for x in (ba, bb)):
+            busy += " (host-bound)"
+        lo, hi = c["cpu"]["ci_lo"], c["cpu"]["ci_hi"]
+        sig = ("*" if isnum(lo) and isnum(hi) and (lo > 1 or hi < 1)
+               else "")
+        rows.append((f"{a} / {b}", c["phase"], fmt_ratio(c["cpu"]["ratio"]),
+                     fmt_ci_of(c["cpu"]), sig,
+                     " ".join(f"{r:.4f}{'a' if first.get(int(rep)) == a else 'b'}"
+                              for rep, r in per.items()),
+                     gm(by_order[a]), gm(by_order[b]), busy))
+    if not rows:
+        return
+    doc.h(3, "CPU cost per MiB, rep by rep (the deciding metric)")
+    doc.p("Per-rep ratios in rep order, each marked with the arm that ran "
+          "first in its rep (a: the comparison's first arm, b: its "
+          "second). The run rotates the order per rep (meta `order_rule`), "
+          "so both orders appear; if the ratio differed much between them, "
+          "what one arm leaves behind would bias the other. sig: the 95% "
+          "t-interval excludes 1. Guest busy: CPU time over fio's runtime "
+          "(median over reps) of each arm; below "
+          f"{HOST_BOUND_BUSY_PCT:g}% the phase waits for the emulated disk, "
+          "so its throughput and latency follow the host, not the kernel; "
+          "above 100%, the CPU window held work after fio's runtime "
+          "(end_fsync, and the sync of a write phase).")
+    doc.table(["comparison", "phase", "CPU per MiB ratio", "95% CI", "sig",
+               "per-rep ratios (a/b: arm first)", "ratio, a first",
+               "ratio, b first", "guest busy a / b"], rows)
+
+
 def section_comparisons(doc, run, res, plots):
     doc.h(2, "Comparisons")
     doc.p("Ratio = the geometric mean of the per-rep ratios A[rep N] / "
@@ -463,6 +542,7 @@ def section_comparisons(doc, run, res, plots):
                "ranges separate", "sig",
                "per-rep throughput ratios (in rep order)"], rows,
               [mw_footnote(na, nb) for na, nb in sorted(small)])
+    section_cpu_reps(doc, run, res)
     doc.ul(f"`{a}/{b}`: {label}" for a, b, label in run["comparisons"])
     if not run["main"]:
         return
