@@ -117,6 +117,25 @@ case $ORDER in rotate | fixed) ;; random) ORDER_SEED=${ORDER_SEED:-$(( $(date +%
 *) die "ORDER must be rotate, random or fixed, not '$ORDER'" ;; esac
 case ${ORDER_SEED:-0} in *[!0-9]*) die "ORDER_SEED must be a number, not '$ORDER_SEED'" ;; esac
 case $REPORT in 0 | 1) ;; *) die "REPORT must be 0 or 1, not '$REPORT'" ;; esac
+# Variables given to make on its command line (make puts them in
+# MAKEFLAGS after " -- "): each must be the lab's or one the workload
+# declares in PARAMS, so that a mistyped or undeclared one
+# (make bench WORKLOAD=fragmented CT_GENS=8) is an error, not silently
+# ignored.
+LAB_VARS="WORKLOAD REPS ARMS PROFILE PREP SCRATCH_IN_RAM SCRATCH_DIR SCRATCH_SAVE_MIB
+	KEEP_DISKS ACCEL KERNEL TIMEOUT ORDER ORDER_SEED INJECT_LOOKUP_DELAY_NS
+	MIN_EXTENTS MAX_EXTENTS FLAVOR BASE BUILD JOBS OLD NEW BOOTS HISTORY_DIR V"
+wl_params=$(workload_var "$workload" PARAMS)
+case " ${MAKEFLAGS:-} " in
+*" -- "*)
+	for w in ${MAKEFLAGS#* -- }; do
+		v=${w%%=*}
+		[ "$v" != "$w" ] || continue
+		case " $(echo $LAB_VARS) $wl_params " in *" $v "*) ;; *)
+			die "make bench: '$v' is neither a lab variable nor one workload $workload declares (its PARAMS: ${wl_params:-none}; bench/README.md lists the lab's)" ;;
+		esac
+	done ;;
+esac
 [ -f "$KERNEL" ] || die "no perf kernel at $KERNEL (make kernel FLAVOR=perf)"
 
 t0=$(date +%s)
@@ -161,6 +180,12 @@ install -m 0755 "$top/bench/guest/run" "$job/run"
 		[ -n "${!v:-}" ] && echo "$v=$(printf %q "${!v}")"
 	done
 } >"$job/bench.env"
+# BENCH_DRY_RUN=1: stop here, with the job and its bench.env written (the
+# lab's tests of what a run forwards)
+if [ "${BENCH_DRY_RUN:-0}" = 1 ]; then
+	echo "bench: dry run: job in $job"
+	exit 0
+fi
 
 nr_arms=$(echo $ARMS | wc -w)
 # Scratch disks: one of ARM_DISK_GIB per arm and, with PREP=once, the save

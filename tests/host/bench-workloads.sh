@@ -397,6 +397,65 @@ same "cpu_now: schedstat short cpu line" "$(cpu_ticks_of 'cpu0 0 0 10 2\n' sched
 same "cpu_now: schedstat no cpu line" "$(cpu_ticks_of 'version 15\n' schedstat)" "rc=0 ticks="
 same "cpu_now: no /proc/schedstat" "$(cpu_ticks_of - schedstat)" "rc=0 ticks="
 
+echo "== arm order, write windows, forwarded variables"
+tmp_wl=$(mktemp -d)
+trap 'rm -rf "$tmp_wl"' EXIT
+# bench_arm_order: rotate alternates two arms and rotates three; random is
+# a permutation that repeats with its seed; fixed is ARMS
+order_of() { # rule seed arms rep
+	(
+		# shellcheck source=bench/guest/lib.sh
+		. "$top/bench/guest/lib.sh"
+		BENCH_ORDER=$1 BENCH_ORDER_SEED=$2 ARMS=$3 bench_arm_order "$4"
+	)
+}
+same "order: rotate, rep 1" "$(order_of rotate 0 "a b" 1)" "a b"
+same "order: rotate, rep 2" "$(order_of rotate 0 "a b" 2)" "b a"
+same "order: rotate, 3 arms, rep 3" "$(order_of rotate 0 "a b c" 3)" "c a b"
+same "order: fixed, rep 2" "$(order_of fixed 0 "a b" 2)" "a b"
+r1=$(order_of random 7 "a b c d" 3)
+same "order: random repeats with its seed" "$(order_of random 7 "a b c d" 3)" "$r1"
+same "order: random is a permutation" "$(echo "$r1" | tr ' ' '\n' | sort | xargs)" "a b c d"
+# phase_writes: the write phases end their CPU window after a sync
+for w in fragmented compressible; do
+	(. "$top/bench/guest/lib.sh"; phase_writes "$top/bench/workloads/$w/randwrite.fio") &&
+		ok "$w: randwrite's window ends after a sync" || bad "$w: randwrite not seen as writing"
+	(. "$top/bench/guest/lib.sh"; phase_writes "$top/bench/workloads/$w/seqread.fio") &&
+		bad "$w: seqread seen as writing" || ok "$w: seqread's window has no sync"
+done
+# a random read has a seed of its own, not its preparation's (with the
+# preparation's, fio reads the blocks in the order they were written)
+for d in "$top"/bench/workloads/*/; do
+	[ -f "$d/randread.fio" ] && [ -f "$d/prep.fio" ] || continue
+	ps=$(sed -n 's/^randseed=//p' "$d/prep.fio")
+	rs=$(sed -n 's/^randseed=//p' "$d/randread.fio")
+	if [ -n "$ps" ] && [ "$ps" = "$rs" ]; then
+		bad "$(basename "$d"): randread uses its preparation's seed $ps"
+	else
+		ok "$(basename "$d"): randread seed ${rs:-none}, prep ${ps:-none}"
+	fi
+done
+# run-bench forwards the workload's declared variables and refuses others
+touch "$tmp_wl/bzImage"
+if MAKEFLAGS="s -- WORKLOAD=containers CT_GENS=8" KERNEL=$tmp_wl/bzImage BENCH_DRY_RUN=1 \
+	RUN_DIR=$tmp_wl/dry CT_GENS=8 "$top/bench/run-bench.sh" containers >/dev/null 2>&1; then
+	same "containers: CT_GENS=8 forwarded" "$(grep '^CT_GENS=' "$tmp_wl/dry/job/bench.env")" "CT_GENS=8"
+	same "containers: its phases with CT_GENS=8" \
+		"$(cd "$top" && /usr/bin/python3 -c 'import sys; from reports import runmodel as M; print(M.shell_vars(sys.argv[1], sys.argv[2])["PHASES"])' \
+			"$tmp_wl/dry/job/bench/workloads/containers/workload.conf" "$tmp_wl/dry/job/bench.env")" \
+		"treeread-gen0 treeread-gen8"
+else
+	bad "containers: dry run with CT_GENS=8 failed"
+fi
+out=$(MAKEFLAGS="s -- WORKLOAD=fragmented CT_GENS=8" KERNEL=$tmp_wl/bzImage BENCH_DRY_RUN=1 \
+	RUN_DIR=$tmp_wl/dry2 "$top/bench/run-bench.sh" fragmented 2>&1)
+rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q "'CT_GENS' is neither"; then
+	ok "fragmented: an undeclared CT_GENS=8 is refused"
+else
+	bad "fragmented with CT_GENS=8: exit $rc: $out"
+fi
+
 if [ "$fails" = 0 ]; then
 	echo "bench-workloads: all passed"
 else
