@@ -280,7 +280,7 @@ def verdicts(run, comps):
             v.update(status=status, text=text + "." + label, **fields)
             out.append(v)
     # why phases are not judged: the workload's module may say
-    # (not_judged_text(run, phases)); else the groupsweep's reason
+    # (not_judged_text(run, phases)); else a neutral reason
     why = getattr(run_module(run), "not_judged_text", None)
     if not judged and not bounded:
         out.append({"metric": "-", "phase": "-", "status": "not measured",
@@ -291,10 +291,9 @@ def verdicts(run, comps):
                     "status": "not judged",
                     "text": why(run, bounded) if why else
                     f"{', '.join(bounded)}: not judged against the "
-                    "goals: those files were written with at most N "
-                    "extents per key group (fscrypt_extents_per_key"
-                    f"=N), not as {a} writes them (no bound); "
-                    "see \"Cost against the size of key groups\"."})
+                    f"goals: the workload did not write them as {a} "
+                    "writes its files (see the workload's own "
+                    "sections)."})
     return out
 
 

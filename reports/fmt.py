@@ -75,9 +75,12 @@ def fmt_ci(lo, hi):
 
 
 def fmt_ci_of(r):
-    """The CI of a ratio dict, or why there is none (too few reps)."""
+    """The CI of a ratio dict, or why there is none (one rep); with too
+    few reps to decide on, the interval says so."""
     if r.get("ci_supported") is False:
         return f"none: {r['not_conclusive']}"
+    if r.get("not_conclusive"):
+        return f"{fmt_ci(r['ci_lo'], r['ci_hi'])} ({r['not_conclusive']})"
     return fmt_ci(r["ci_lo"], r["ci_hi"])
 
 

@@ -207,7 +207,7 @@ def plot_main_ratio(run, res, out_dir, colors):
         # the plot still exists, and says why it has no points
         reason = next((c["reason"] for c in res["comparisons"]
                        if (c["a"], c["b"]) == (main_a, main_b)), "no data")
-        return _text_figure(out_dir, "ratio_extent_inode.png",
+        return _text_figure(out_dir, "ratio_main.png",
                             f"{main_a} / {main_b} ratio with 95% t-interval "
                             "CI: not measured", reason.replace("; ", "\n"))
     phases = [p for p in run["phases"] if any(c["phase"] == p
@@ -269,7 +269,7 @@ def plot_main_ratio(run, res, out_dir, colors):
     fig.suptitle(f"Against {main_b}, with 95% t-interval ({main_a} / "
                  f"{main_b} is the main comparison)"
                  + (f"; x: no CI, {why}" if no_ci else ""), fontsize=10)
-    return _save(fig, out_dir, "ratio_extent_inode.png")
+    return _save(fig, out_dir, "ratio_main.png")
 
 
 def plot_comparisons(res, out_dir):

@@ -163,7 +163,7 @@ class RekeyTimeTest(unittest.TestCase):
         self.assertEqual(res["workload_kind"], "rekeytime")
         self.assertTrue(os.path.exists(os.path.join(out, "rekeytime.png")))
         for name in ("throughput.png", "latency.png", "cpu.png",
-                     "ratio_extent_inode.png", "run_order.png"):
+                     "ratio_main.png", "run_order.png"):
             self.assertFalse(os.path.exists(os.path.join(out, name)), name)
         with open(os.path.join(out, "summary.md"), encoding="utf-8") as f:
             md = f.read()

@@ -33,6 +33,17 @@ def judged_phases(run):
             if not (PHASE.fullmatch(p) and int(PHASE.fullmatch(p).group("n")))]
 
 
+def not_judged_text(run, phases):
+    """Why the bounded points are not judged (the verdicts' last line)."""
+    a = run["main"][0] if run.get("main") else "the per-extent arm"
+    if not phases:
+        return "No phase of this run is judged."
+    return (f"{', '.join(phases)}: not judged against the goals: those "
+            "files were written with at most N extents per key group "
+            f"(fscrypt_extents_per_key=N), not as {a} writes them (no "
+            "bound); see \"Cost against the size of key groups\".")
+
+
 def analyze(run, res):
     """res["workload"]: see load_groupsweep."""
     return load_groupsweep(run, res["comparisons"], res.get("counts") or {})

@@ -5,6 +5,8 @@
 # for MNT/bench), files twokeys and onekey in it. K2 is the key of seed 2
 # (fscrypt_setup key). What the preparation's rekey moved goes to
 # raw/<arm>/prep-rekey.tsv.
+# shellcheck source=bench/workloads/lib/rekey.sh
+. "$wl/../lib/rekey.sh"
 
 rk_dir() { echo "$1/sv/bench"; }
 
@@ -16,7 +18,7 @@ wl_after_mount() { # mnt
 }
 
 # Per-extent keys on btrfs only, and the kernel must have the rekey ioctl
-# (bench/guest/lib.sh rekey_probe).
+# (bench/workloads/lib/rekey.sh rekey_probe).
 wl_probe() { # mnt
 	rekey_probe "$1"
 }

@@ -5,6 +5,8 @@
 # holding directories dir-0000, ... of at most REKEY_DIR_NAMES empty files
 # each. Its phase rekey-nN is a command phase: the rekey of rk-nN to K2
 # (seed 2), timed by fscrypt_setup.
+# shellcheck source=bench/workloads/lib/rekey.sh
+. "$wl/../lib/rekey.sh"
 
 # The points, as given (each a number of names from 1 on, none twice);
 # fails on anything else.
@@ -43,7 +45,7 @@ rt_last_file() { # mnt n
 }
 
 # Per-extent keys on btrfs only, and the kernel must have the rekey ioctl
-# (bench/guest/lib.sh rekey_probe).
+# (bench/workloads/lib/rekey.sh rekey_probe).
 wl_probe() { # mnt
 	rekey_probe "$1"
 }
