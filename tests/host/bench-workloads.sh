@@ -132,7 +132,7 @@ same "compressible: 1024 pieces of 64 KiB, 65% compressible" "$(in_workload comp
 # the arms a run without ARMS makes: the workload's own (bench/run-bench.sh)
 same "compressible: its arms (WORKLOAD_ARMS), known arms" "$(. "$top/bench/workloads/compressible/workload.conf"; . "$top/bench/arms.sh"; for a in $WORKLOAD_ARMS; do valid_arm "$a" && echo "$a"; done | xargs)" \
 	"btrfs-extent-zstd btrfs-plain-zstd"
-same "the other workloads name no arms of their own" "$(for d in "$top"/bench/workloads/*/; do [ "$(basename "$d")" = compressible ] && continue; (. "$d/workload.conf"; echo "${WORKLOAD_ARMS:-}"); done | xargs)" ""
+same "the other workloads name no arms of their own" "$(for d in "$top"/bench/workloads/*/; do [ "$(basename "$d")" = compressible ] || [ ! -f "$d/workload.conf" ] && continue; (. "$d/workload.conf"; echo "${WORKLOAD_ARMS:-}"); done | xargs)" ""
 probe_arm() { # arm: wl_probe's status and reason
 	# shellcheck source=bench/arms.sh
 	. "$top/bench/arms.sh"
