@@ -3,7 +3,10 @@
     /usr/bin/python3 -m reports.generate RUN_DIR OUT_DIR [--threshold PCT]
 
 Reads the run through reports.runmodel; writes to OUT_DIR: index.html,
-summary.md, results.json, PNG plots, and copies of raw/, profiles/,
+summary.md, results.json, verdicts.xml (the verdicts as JUnit: met
+passes, not met fails, undecided or not conclusive is skipped, so a CI
+dashboard shows the benchmark beside make test), PNG plots, and copies
+of raw/, profiles/,
 meta.json, scaling.json and cpu.tsv, so every number in the report traces
 back to a raw file. The pieces: reports.analysis (numbers), reports.plots
 (PNG and SVG), reports.render (Markdown and HTML); reports/README.md
@@ -93,8 +96,38 @@ def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
         json.dump(jsonable(res), f, indent=1, sort_keys=False,
                   ensure_ascii=False)
         f.write("\n")
+    write_junit(os.path.join(out_dir, "verdicts.xml"),
+                f"bench.{meta.get('workload', '?')}", res["verdicts"])
     copy_sources(run_dir, out_dir)
     return res
+
+
+def write_junit(path, suite, verdicts):
+    """The verdicts as JUnit XML, one testcase each: "met" passes, "not
+    met" fails, anything else (undecided, not conclusive, not measured,
+    not judged) is skipped with its text."""
+    from xml.sax.saxutils import escape, quoteattr
+    cases, fails, skips = [], 0, 0
+    for i, v in enumerate(verdicts):
+        name = f"{v.get('phase', '-')} {v.get('metric', '-')}"
+        if v.get("phase") == "-":
+            name = f"note {i}"
+        text = v.get("text", "")
+        body = ""
+        if v.get("status") == "not met":
+            fails += 1
+            body = f"<failure message={quoteattr(text)}/>"
+        elif v.get("status") != "met":
+            skips += 1
+            body = f"<skipped message={quoteattr(v.get('status', '?') + ': ' + text)}/>"
+        cases.append(f"  <testcase classname={quoteattr(suite)} "
+                     f"name={quoteattr(name)}>{body}"
+                     f"<system-out>{escape(text)}</system-out></testcase>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n'
+                f"<testsuite name={quoteattr(suite)} tests=\"{len(cases)}\" "
+                f"failures=\"{fails}\" errors=\"0\" skipped=\"{skips}\">\n"
+                + "\n".join(cases) + "\n</testsuite>\n")
 
 
 def main(argv=None):

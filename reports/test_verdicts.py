@@ -11,12 +11,14 @@ import math
 import os
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 from reports import check as C
 from reports import labstats as L
 from reports import synthrun
 from reports import analysis as A
 from reports import fmt
+from reports import generate
 from reports import runmodel as M
 
 
@@ -287,3 +289,29 @@ class Check(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class VerdictsJUnit(unittest.TestCase):
+    """verdicts.xml: met passes, not met fails, the rest is skipped."""
+
+    def test_three_values(self):
+        verdicts = [
+            {"phase": "seqread", "metric": "CPU per MiB", "status": "met",
+             "text": "fine"},
+            {"phase": "randread", "metric": "CPU per MiB",
+             "status": "not met", "text": "too costly"},
+            {"phase": "randwrite", "metric": "CPU per MiB",
+             "status": "undecided", "text": "CI contains the goal"},
+            {"phase": "-", "metric": "-", "status": "not judged",
+             "text": "bounded points"}]
+        with tempfile.TemporaryDirectory() as t:
+            path = os.path.join(t, "v.xml")
+            generate.write_junit(path, "bench.fragmented", verdicts)
+            root = ET.parse(path).getroot()
+        self.assertEqual((root.get("tests"), root.get("failures"),
+                          root.get("skipped")), ("4", "1", "2"))
+        cases = {c.get("name"): c for c in root.iter("testcase")}
+        self.assertIsNone(cases["seqread CPU per MiB"].find("failure"))
+        self.assertIsNotNone(cases["randread CPU per MiB"].find("failure"))
+        self.assertIn("undecided", cases["randwrite CPU per MiB"]
+                      .find("skipped").get("message"))
