@@ -57,9 +57,18 @@ class GateError(Exception):
 
 @dataclasses.dataclass
 class PhaseValue:
-    """One boot's value of one phase: the per-rep log-ratios and their
-    mean, SD (ddof 1) and count."""
+    """One boot's value of one phase: the per-rep log-ratios, and per rep
+    which arm of the ratio ran first ("a" or "b"; "" when unknown).
+
+    The arm that runs first in a rep costs more on some phases (on
+    2026-12-07, random reads: about 2.4% more, the first of the pair in
+    either order), so the per-rep ratios alternate with the order. That
+    is a fixed effect of the design, not noise: with the same order rule
+    and reps every boot carries the same share of it. So the rep-to-rep
+    spread is taken around the mean of each order (resid_ss, resid_df),
+    not around the boot's mean."""
     logs: List[float]
+    orders: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def n(self):
@@ -72,6 +81,17 @@ class PhaseValue:
     @property
     def sd(self):
         return float(np.std(self.logs, ddof=1)) if self.n >= 2 else math.nan
+
+    def resid(self):
+        """(sum of squares around each order's mean, its degrees of
+        freedom)."""
+        groups = {}
+        for i, x in enumerate(self.logs):
+            o = self.orders[i] if i < len(self.orders) else ""
+            groups.setdefault(o, []).append(x)
+        ss = sum(float(np.sum((np.asarray(g) - np.mean(g)) ** 2))
+                 for g in groups.values())
+        return ss, self.n - len(groups)
 
 
 @dataclasses.dataclass
@@ -161,12 +181,18 @@ def load_boot(run_dir, index=0, label="bench"):
     if not ratios:
         raise GateError(f"{run_dir} has no comparison of two arms")
     name, phases = next(iter(ratios.items()))
+    a, b = name.split("/")
+    first = {}
+    for arm, rep in run["meta"].get("order") or []:
+        if arm in (a, b):
+            first.setdefault(int(rep), "a" if arm == a else "b")
     out = {}
     for phase, v in phases.items():
         if isinstance(v, str):
             raise GateError(f"{run_dir}: {name} {phase}: {v}")
-        out[phase] = PhaseValue([math.log(x) for x in v[1]
-                                 if math.isfinite(x) and x > 0])
+        pairs = [(math.log(x), first.get(int(r), "")) for r, x
+                 in zip(v[0], v[1]) if math.isfinite(x) and x > 0]
+        out[phase] = PhaseValue([x for x, _ in pairs], [o for _, o in pairs])
     info = run["meta"].get("run_info") or {}
     return Boot(index=index, label=label, run=os.path.basename(run_dir),
                 ratio=name, phases=out, identity=identity_of(run),
@@ -274,9 +300,10 @@ def _t_ci(x, alpha=0.05):
 
 def components(sets, phase):
     """Variance components of one phase's log-ratio from A/A sets of one
-    design: within a boot (rep to rep), between boots of a set, between
-    sets (nightlies). Method of moments on the nested design, each
-    clipped at 0. Returns SDs, the design (boots, reps) and the dfs."""
+    design: within a boot (rep to rep, around each arm order's mean: see
+    PhaseValue), between boots of a set, between sets (nightlies). Method
+    of moments on the nested design, each clipped at 0. Returns SDs, the
+    design (boots, reps) and the dfs."""
     within, boot_means_dev, set_means = [], [], []
     df_w = df_b = 0
     reps = []
@@ -284,9 +311,10 @@ def components(sets, phase):
         means = []
         for b in st.boots:
             v = b.phases[phase]
-            if v.n >= 2:
-                within.append(float(np.var(v.logs, ddof=1)) * (v.n - 1))
-                df_w += v.n - 1
+            ss, df = v.resid()
+            if df >= 1:
+                within.append(ss)
+                df_w += df
             reps.append(v.n)
             means.append(v.mean)
         if len(means) >= 2:
@@ -357,6 +385,7 @@ def make_baseline(sets, fa=0.02, floor_pct=0.5):
                          "sd_log": sd, "threshold_log": k * sd,
                          "components": components(sets, p)}
     base = {"format": BASELINE_FORMAT, "metric": METRIC,
+            "phase_order": phases,
             "ratio": sets[0].boots[0].ratio, "workload": sets[0].workload,
             "identity": {k2: ident.get(k2) for k2 in CHECKED + WARNED},
             "boots": len(sets[0].boots), "fa": fa, "floor_pct": floor_pct,
@@ -393,6 +422,11 @@ def leave_one_out(base):
                 alerted.append(s["set"])
                 break
     return {"tries": n, "alerts": len(alerted), "alerted": alerted}
+
+
+def phase_names(base):
+    """The baseline's phases in the run's order."""
+    return base.get("phase_order") or list(base["phases"])
 
 
 def read_baseline(path):
@@ -446,7 +480,8 @@ def check(st, base):
     warnings = refuse_mismatch(st, base)
     floor = math.log1p(base["floor_pct"] / 100)
     calls = []
-    for p, b in base["phases"].items():
+    for p in phase_names(base):
+        b = base["phases"][p]
         if p not in st.phases():
             raise GateError(f"{st.name} has no phase {p}")
         d = st.value(p) - b["mean_log"]
@@ -554,7 +589,8 @@ def power_table(base, designs=((1, 5), (2, 5), (2, 8), (3, 5), (4, 5)),
         row = {"boots": boots, "reps": reps, "phases": {}}
         if minutes:
             row["minutes"] = minutes(boots, reps)
-        for p, b in base["phases"].items():
+        for p in phase_names(base):
+            b = base["phases"][p]
             sd = design_sd(b["components"], boots, reps)
             limit = max(k * sd, floor)
             row["phases"][p] = {"sd_pct": 100 * sd,
@@ -599,7 +635,7 @@ def experiment(base, sets):
 
 def experiment_md(base, rows):
     """The experiment's table, Markdown."""
-    phases = list(base["phases"])
+    phases = phase_names(base)
     out = ["| set | date | injected ns | beside (other VMs) | "
            + " | ".join(f"{p} shift" for p in phases)
            + " | predicted power (any phase) | alerted |",
@@ -613,6 +649,46 @@ def experiment_md(base, rows):
                    + " | ".join(f"{r['shift_pct'][p]:+.2f}%" for p in phases)
                    + f" | {100 * (1 - miss):.1f}% | "
                    + (", ".join(r["alerted"]) or "no") + " |")
+    return "\n".join(out)
+
+
+def power_md(base, designs, boot_s, prep_s, run_s, arms=2):
+    """The power table as Markdown, with each design's minutes from a
+    cost model of one boot: boot_s + arms x prep_s + arms x reps x
+    run_s seconds."""
+    def minutes(b, r):
+        return b * (boot_s + arms * prep_s + arms * r * run_s) / 60
+    table = power_table(base, designs, minutes)
+    phases = phase_names(base)
+    out = ["| boots x reps | minutes | "
+           + " | ".join(f"{p}: SD / alert above / caught at 95%"
+                        for p in phases) + " |",
+           "|---|---|" + "---|" * len(phases)]
+    for r in table:
+        out.append(f"| {r['boots']} x {r['reps']} | {r['minutes']:.1f} | "
+                   + " | ".join(
+                       f"{r['phases'][p]['sd_pct']:.2f}% / "
+                       f"+{r['phases'][p]['limit_pct']:.2f}% / "
+                       f"+{r['phases'][p]['mdc95_pct']:.2f}%"
+                       for p in phases) + " |")
+    return "\n".join(out)
+
+
+def components_md(base):
+    """The variance components per phase, Markdown (SDs of the
+    log-ratio, in %)."""
+    out = ["| phase | A/A nightlies | ratio | SD rep to rep | SD boot to "
+           "boot | SD nightly to nightly | SD of a nightly's value |",
+           "|---|---|---|---|---|---|---|"]
+    for p in phase_names(base):
+        b = base["phases"][p]
+        c = b["components"]
+
+        def f(x):
+            return "-" if x is None else f"{100 * x:.3f}%"
+        out.append(f"| {p} | {len(base['sets'])} | {b['mean_ratio']:.4f} | "
+                   f"{f(c['within_sd'])} | {f(c['between_boot_sd'])} | "
+                   f"{f(c['between_set_sd'])} | {f(b['sd_log'])} |")
     return "\n".join(out)
 
 
@@ -668,6 +744,12 @@ def main(argv=None):
     p.add_argument("--junit")
     p = sub.add_parser("power")
     p.add_argument("baseline")
+    p.add_argument("--md", action="store_true",
+                   help="Markdown tables: components, and designs with "
+                   "their minutes")
+    p.add_argument("--boot-s", type=float, default=36.0)
+    p.add_argument("--prep-s", type=float, default=85.0)
+    p.add_argument("--run-s", type=float, default=14.5)
     p = sub.add_parser("experiment")
     p.add_argument("baseline")
     p.add_argument("sets", nargs="+")
@@ -683,7 +765,8 @@ def main(argv=None):
                 json.dump(base, f, indent=1, sort_keys=True)
             print(f"gate: baseline of {len(base['sets'])} A/A nightlies "
                   f"written to {args.out}; {fa_text(base)}")
-            for ph, b in base["phases"].items():
+            for ph in phase_names(base):
+                b = base["phases"][ph]
                 print(f"gate:   {ph}: ratio {b['mean_ratio']:.4f}, SD "
                       f"between nightlies {100 * b['sd_log']:.3f}%, alert "
                       f"above +{pct(max(b['threshold_log'], math.log1p(base['floor_pct'] / 100))):.2f}%")
@@ -731,7 +814,14 @@ def main(argv=None):
             return 1 if bad else 0
         if args.cmd == "power":
             base = read_baseline(args.baseline)
-            print(json.dumps(power_table(base), indent=1))
+            if args.md:
+                print(components_md(base))
+                print()
+                print(power_md(base, ((1, 5), (2, 5), (1, 10), (2, 8),
+                                      (2, 10), (3, 5), (4, 5)),
+                               args.boot_s, args.prep_s, args.run_s))
+            else:
+                print(json.dumps(power_table(base), indent=1))
             return 0
         if args.cmd == "experiment":
             base = read_baseline(args.baseline)
