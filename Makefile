@@ -185,7 +185,7 @@ bench-history:
 	$(call need,$(APT_BENCH))
 	@[ -n "$(WORKLOAD)" ] || { echo "usage: make bench-history WORKLOAD=NAME [HISTORY_DIR=dir]"; exit 2; }
 	@/usr/bin/python3 -m reports.history plot "$(WORKLOAD)" reports/history-$(WORKLOAD) \
-		--baseline reports/baselines/$(WORKLOAD).json && /usr/bin/python3 -m reports.index
+		--baseline reports/baselines/$(WORKLOAD)-nightly.json && /usr/bin/python3 -m reports.index
 
 bench-tools:
 	$(call need,$(APT_TESTS))

@@ -28,7 +28,7 @@ today's definition, so one trend never mixes two definitions.
 
 `plot` writes OUT_DIR/index.html: per tracked ratio and phase, the ratio
 over time (SVG, each point a link to its report, its CI as a whisker),
-with the baseline's median and the regression threshold, and a table of
+with the baseline's ratio and its alert bound, and a table of
 the points with links.
 """
 
@@ -36,6 +36,7 @@ import argparse
 import datetime
 import html
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -282,7 +283,8 @@ def _rel(target, start):
 
 def plot_ratio(key, points, base, threshold, out_dir, fname):
     """One trend plot (SVG): the ratio per run over time, CI whiskers,
-    baseline median and threshold; each point links to its report."""
+    the baseline's ratio and its alert bound (THRESHOLD %); each point
+    links to its report."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -311,8 +313,8 @@ def plot_ratio(key, points, base, threshold, out_dir, fname):
         ax.axhline(base, color="gray", lw=1, label=f"baseline {base:.4f}")
         worse = -1 if metric == "bw_bytes" else 1
         ax.axhline(base * (1 + worse * threshold / 100), color="#d62728",
-                   ls="--", lw=1, label="regression threshold "
-                   f"({'-' if worse < 0 else '+'}{threshold:g}%)")
+                   ls="--", lw=1, label="alert bound "
+                   f"({'-' if worse < 0 else '+'}{threshold:.2f}%)")
         ax.legend(fontsize=7, loc="best")
     ax.set_title(f"{name} {phase}: {METRIC_NAMES.get(metric, metric)} per "
                  "run (95% CI whiskers; x = not conclusive, no CI; red = "
@@ -388,21 +390,36 @@ def plot(workload, out_dir, baseline=None, path=None):
     """Write OUT_DIR/index.html and one SVG per tracked ratio and phase
     (and Linux base). Returns the number of plots."""
     data = series(workload, path)
-    base, threshold, bkbase = {}, DEFAULT_THRESHOLD, None
+    base, limits, bkbase = {}, {}, None
     if baseline and os.path.exists(baseline):
         with open(baseline, encoding="utf-8") as f:
             b = json.load(f)
-        threshold = float(b.get("threshold_pct", DEFAULT_THRESHOLD))
-        cf = b.get("created_from") or {}
-        bkbase = cf.get("kernel_base") or M.kernel_base(
-            {"release": cf.get("kernel_release")})
-        metric = b.get("metric") or "bw_bytes"
-        for name, phases in (b.get("ratios") or {}).items():
-            for phase, e in phases.items():
-                base[(metric, name, phase)] = L.ratio_of_samples(
-                    e["samples"])["value"]
+        if b.get("format") == "gate-1":
+            # the nightly's baseline (reports/gate.py): its A/A ratio and
+            # alert bound per phase (the bound is for a nightly's mean of
+            # boots; each point here is one boot)
+            bkbase = (b.get("identity") or {}).get("kernel_base")
+            floor = math.log1p(float(b.get("floor_pct", 0)) / 100)
+            for phase, e in (b.get("phases") or {}).items():
+                k = (b.get("metric", "cpu_per_mib"), b["ratio"], phase)
+                base[k] = e["mean_ratio"]
+                limits[k] = 100 * math.expm1(max(e["threshold_log"], floor))
+        else:
+            # a single-run baseline of the check used before 2026-12-07
+            cf = b.get("created_from") or {}
+            bkbase = cf.get("kernel_base") or M.kernel_base(
+                {"release": cf.get("kernel_release")})
+            metric = b.get("metric") or "bw_bytes"
+            for name, phases in (b.get("ratios") or {}).items():
+                for phase, e in phases.items():
+                    k = (metric, name, phase)
+                    base[k] = L.ratio_of_samples(e["samples"])["value"]
+                    limits[k] = float(b.get("threshold_pct",
+                                            DEFAULT_THRESHOLD))
     # a baseline's line only on the trend of its own Linux base
     data, origin = split_trends(data)
+    limits = {k: limits[old] for k, (old, kb) in origin.items()
+              if old in base and not (bkbase and kb and kb != bkbase)}
     base = {k: base[old] for k, (old, kb) in origin.items()
             if old in base and not (bkbase and kb and kb != bkbase)}
     os.makedirs(out_dir, exist_ok=True)
@@ -425,15 +442,16 @@ def plot(workload, out_dir, baseline=None, path=None):
             "95% t-intervals over the run's reps (conditional on its one "
             "boot); runs with too few reps for one are drawn "
             "as x without whiskers. Baseline: "
-            + (f"<code>{esc(os.path.basename(baseline))}</code>, threshold "
-               f"{threshold:g}%" if base else "none") + ".</p>"]
+            + (f"<code>{esc(os.path.basename(baseline))}</code> (its "
+               "ratio, and the alert bound of its check)" if base
+               else "none") + ".</p>"]
     if not keys:
         body.append(f"<p><b>No runs of {esc(workload)} recorded yet.</b> "
                     "Every <code>make bench</code> appends one.</p>")
     for i, key in enumerate(keys):
         pts = data[key]
-        fname = plot_ratio(key, pts, base.get(key), threshold, out_dir,
-                           f"trend-{i}.svg")
+        fname = plot_ratio(key, pts, base.get(key), limits.get(key),
+                           out_dir, f"trend-{i}.svg")
         body.append(f"<h2>{esc(key[1])} {esc(key[2])}: "
                     f"{esc(METRIC_NAMES.get(key[0], key[0]))}</h2>")
         # inline SVG: its points are links (an <img> would not follow them)
@@ -489,7 +507,7 @@ def main(argv=None):
     p = sub.add_parser("plot", help="write the trend page of a workload")
     p.add_argument("workload")
     p.add_argument("out_dir")
-    p.add_argument("--baseline", help="baseline JSON (median, threshold)")
+    p.add_argument("--baseline", help="the nightly's baseline (gate-1 JSON)")
     ls = sub.add_parser("list", help="print the recorded points")
     ls.add_argument("workload", nargs="?")
     args = ap.parse_args(argv)

@@ -1,6 +1,6 @@
 """Statistics of the benchmark lab: small, pure, deterministic functions.
 
-No plotting and no I/O here: generate.py and check.py feed numbers in and
+No plotting and no I/O here: generate.py and gate.py feed numbers in and
 format what comes out. Every random draw goes through
 numpy.random.default_rng(seed) with a fixed default seed, so two calls with
 the same arguments give the same answer.

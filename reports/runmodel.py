@@ -3,7 +3,7 @@
 A raw run directory (build/bench/<stamp>-<workload>/) is written once by
 collect() from what the guest recorded (bench/guest/lib.sh, run format
 FORMAT) and read by load_run(); everything else (reports.generate,
-reports.check, reports.history) reads runs only through this module:
+reports.gate, reports.history) reads runs only through this module:
 
   - the arms, in display order, with what the guest did for each (mkfs
     command, mount options as /proc/mounts showed them, key mode the

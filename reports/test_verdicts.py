@@ -5,15 +5,12 @@ show no CI (issue 15, items 4 and 7).
 Run from the repo root: /usr/bin/python3 -m unittest -v reports.test_verdicts
 """
 
-import contextlib
-import io
 import math
 import os
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from reports import check as C
 from reports import labstats as L
 from reports import synthrun
 from reports import analysis as A
@@ -234,61 +231,6 @@ class CpuVerdicts(unittest.TestCase):
                 self.assertIn("[old metric:", v["text"])
                 self.assertIn(v["status"], ("met", "not met", "undecided"))
         self.assertIn("format-2 run", self.res["f2"]["verdicts"][0]["text"])
-
-
-class Check(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        t = cls.tmp.name
-        cls.base = os.path.join(t, "baseline.json")
-        synthrun.make_run(os.path.join(t, "b"), seed=21, reps=5)
-        synthrun.make_run(os.path.join(t, "one"), seed=22, reps=1)
-        # one rep, and 20% slower: still no failure can be claimed
-        synthrun.make_run(os.path.join(t, "one-slow"), seed=23, reps=1,
-                          scale=["btrfs-extent=0.8"])
-        synthrun.make_run(os.path.join(t, "five-slow"), seed=24, reps=5,
-                          scale=["btrfs-extent=0.8"])
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert C.main(["--make-baseline", os.path.join(t, "b"),
-                           cls.base]) == 0
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def run_check(self, name):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(io.StringIO()):
-            rc = C.main([os.path.join(self.tmp.name, name), self.base])
-        return rc, out.getvalue()
-
-    def test_one_rep_is_not_conclusive(self):
-        rc, out = self.run_check("one")
-        self.assertEqual(rc, 3, out)
-        rows = [ln for ln in out.splitlines()
-                if ln.startswith("btrfs-extent/btrfs-inode")]
-        self.assertEqual(len(rows), 3, out)
-        for ln in rows:
-            self.assertIn("not conclusive (n = 1 vs 5)", ln)
-        self.assertIn("check: not conclusive (n = 1)", out)
-        self.assertNotIn("check: pass", out)
-
-    def test_one_rep_regression_cannot_be_claimed(self):
-        rc, out = self.run_check("one-slow")
-        self.assertEqual(rc, 3, out)
-        self.assertNotIn("REGRESSION", out)
-
-    def test_five_reps_regression_fails(self):
-        # the same slowdown with enough reps is caught: the check can fail
-        rc, out = self.run_check("five-slow")
-        self.assertEqual(rc, 1, out)
-        self.assertIn("REGRESSION", out)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class VerdictsJUnit(unittest.TestCase):

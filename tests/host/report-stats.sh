@@ -15,10 +15,8 @@
 #     main reference arm (btrfs-extent-key/btrfs-inode beside the main one);
 #     the groupsweep: ratio, key groups and counts per point, its plot, and
 #     no verdict on the files written with bounded key groups
-#   - check.py: a baseline made from one run; another run of the same
-#     distribution passes (0); a run whose btrfs-extent throughput is 20%
-#     lower fails (1); a run with skipped arms passes with "not tracked";
-#     missing inputs are usage errors (2)
+#   (the regression gate, reports/gate.py, is tested by
+#   reports/test_gate.py and tests/host/bench-ab.sh)
 # Needs Debian's python3 with numpy, scipy and matplotlib (installed here
 # when missing, as every make target does with its packages).
 set -u
@@ -42,8 +40,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 mk() { $py -m reports.synthrun "$@" || { bad "building synthetic run $1"; exit 1; }; }
 mk "$tmp/base" --seed 1 --extras
-mk "$tmp/same" --seed 2
-mk "$tmp/regressed" --seed 3 --scale btrfs-extent=0.8
 mk "$tmp/skipped" --seed 4 --skip btrfs-extent,btrfs-inode
 mk "$tmp/skipped-prof" --seed 4 --skip btrfs-extent,btrfs-inode --extras
 mk "$tmp/scal" --seed 5 --reps 3 --scaling-phases
@@ -239,34 +235,6 @@ has "f2: says where the arm definitions came from" "$tmp/report-f2/summary.md" '
 expect_rc 0 generate-costly $py -m reports.generate "$tmp/costly" "$tmp/report-costly"
 has "costly: 20% more CPU per MiB fails the goal, throughput beside it not failed" "$tmp/report-costly/summary.md" \
 	'^- seqread CPU cost per MiB, per-extent .*: 1\.2[0-9]+ \(95% CI [0-9.-]+\), goal ≤ 1.03: \*\*not met\*\*\. Beside it \(not deciding\): throughput 0\.9[0-9]+ \(95% CI [0-9.-]+; goal ≥ 0.97: (met|undecided)\)'
-
-echo "== check.py"
-base=$tmp/baseline.json
-expect_rc 0 make-baseline $py -m reports.check --make-baseline "$tmp/base" "$base"
-has "baseline tracks the main ratio" "$base" '"btrfs-extent/btrfs-inode"'
-expect_rc 3 check-one-rep $py -m reports.check "$tmp/one" "$base"
-has "one rep: check says not conclusive" "$tmp/check-one-rep.out" '^check: not conclusive \(n = 1\)'
-expect_rc 0 check-unchanged $py -m reports.check "$tmp/same" "$base"
-hasnt "unchanged: no regression line" "$tmp/check-unchanged.out" 'REGRESSION'
-expect_rc 1 check-regressed $py -m reports.check "$tmp/regressed" "$base"
-# (0.8 x the speed, 1% noise per rep: about -20%)
-has "regressed: main ratio flagged" "$tmp/check-regressed.out" '^btrfs-extent/btrfs-inode +seqread .*-(1[5-9]|2[0-5])\.[0-9]+% +0\.0079 +yes +REGRESSION'
-hasnt "regressed: ext4 ratio not flagged" "$tmp/check-regressed.out" '^ext4-inode/ext4-plain .*REGRESSION'
-expect_rc 0 check-regressed-threshold-30 $py -m reports.check "$tmp/regressed" "$base" --threshold 30
-expect_rc 0 check-skipped $py -m reports.check "$tmp/skipped" "$base"
-has "skipped: not tracked" "$tmp/check-skipped.out" 'btrfs-extent/btrfs-inode +seqread .*not tracked: skipped'
-expect_rc 2 check-no-run $py -m reports.check "$tmp/nonexistent" "$base"
-echo '{"ratios": {}}' >"$tmp/empty-baseline.json"
-expect_rc 2 check-bad-baseline $py -m reports.check "$tmp/same" "$tmp/empty-baseline.json"
-expect_rc 2 check-usage $py -m reports.check "$tmp/same"
-cbase=$tmp/cpu-baseline.json
-expect_rc 0 make-cpu-baseline $py -m reports.check --make-baseline --metric cpu_per_mib "$tmp/base" "$cbase"
-has "CPU baseline: its metric" "$cbase" '"metric": "cpu_per_mib"'
-expect_rc 0 check-cpu-unchanged $py -m reports.check "$tmp/same" "$cbase"
-expect_rc 1 check-cpu-costlier $py -m reports.check "$tmp/costly" "$cbase"
-has "costlier: CPU ratio up flagged" "$tmp/check-cpu-costlier.out" '^btrfs-extent/btrfs-inode +seqread .*\+(1[5-9]|2[0-5])\.[0-9]+% +0\.0079 +yes +REGRESSION'
-expect_rc 2 check-cpu-baseline-without-cpu $py -m reports.check "$tmp/nocpu" "$cbase"
-expect_rc 0 check-format2-run $py -m reports.check "$tmp/f2" "$base"
 
 if [ "$fails" = 0 ]; then
 	echo "report-stats: all passed"
