@@ -633,6 +633,42 @@ def experiment(base, sets):
     return rows
 
 
+def pseudo_ab(old_boots, new_boots, name):
+    """An ab set made of boots of nightly sets (old, new, old, new, ...):
+    bench-ab's decision tried on boots that ran as nightlies."""
+    boots = []
+    for i, (o, n) in enumerate(zip(old_boots, new_boots)):
+        boots.append(dataclasses.replace(o, label="old", index=2 * i + 1))
+        boots.append(dataclasses.replace(n, label="new", index=2 * i + 2))
+    return Set(name=name, kind="ab", workload=old_boots[0].identity.get(
+        "workload", "?"), boots=boots, elapsed_s=0.0)
+
+
+def ab_calibration(base, aa_sets, injected_sets):
+    """bench-ab (BOOTS=4) tried on nightly boots: A/A pairs made of two
+    A/A nightlies (their first boots as OLD, their second as NEW): the
+    false alarms; and an A/A nightly against an injected one (OLD its
+    boots, NEW the injected set's): the catches. Returns (A/A tries,
+    A/A flags, [(injected set, injected ns, flagged phases)])."""
+    tries = flags = 0
+    for i in range(0, len(aa_sets) - 1, 2):
+        a, b = aa_sets[i], aa_sets[i + 1]
+        st = pseudo_ab([a.boots[0], b.boots[0]], [a.boots[1], b.boots[1]],
+                       f"{a.name}+{b.name}")
+        calls, _ = ab(st, base)
+        tries += 1
+        flags += any(c.status == "regression" for c in calls)
+    caught = []
+    for j, inj in enumerate(injected_sets):
+        aa = aa_sets[j % len(aa_sets)]
+        st = pseudo_ab(aa.boots[:2], inj.boots[:2], f"{aa.name}/{inj.name}")
+        calls, _ = ab(st, base)
+        caught.append((inj.name, inj.injected_ns(),
+                       [c.phase for c in calls if c.status == "regression"],
+                       {c.phase: c.change_pct for c in calls}))
+    return tries, flags, caught
+
+
 def experiment_md(base, rows):
     """The experiment's table, Markdown."""
     phases = phase_names(base)
@@ -753,6 +789,10 @@ def main(argv=None):
     p = sub.add_parser("experiment")
     p.add_argument("baseline")
     p.add_argument("sets", nargs="+")
+    p = sub.add_parser("ab-calibrate")
+    p.add_argument("baseline")
+    p.add_argument("--aa", nargs="+", required=True)
+    p.add_argument("--injected", nargs="*", default=[])
     args = ap.parse_args(argv)
     try:
         if args.cmd == "summarize":
@@ -822,6 +862,18 @@ def main(argv=None):
                                args.boot_s, args.prep_s, args.run_s))
             else:
                 print(json.dumps(power_table(base), indent=1))
+            return 0
+        if args.cmd == "ab-calibrate":
+            base = read_baseline(args.baseline)
+            tries, flags, caught = ab_calibration(
+                base, [load_set(d) for d in args.aa],
+                [load_set(d) for d in args.injected])
+            print(f"bench-ab on pairs of A/A nightlies: {flags} of {tries} "
+                  "flagged a slowdown")
+            for name, ns, ph, ch in caught:
+                print(f"bench-ab, A/A nightly against {name} ({ns} ns): "
+                      + ", ".join(f"{p} {v:+.2f}%" for p, v in ch.items())
+                      + f": flagged {', '.join(ph) or 'nothing'}")
             return 0
         if args.cmd == "experiment":
             base = read_baseline(args.baseline)
