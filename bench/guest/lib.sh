@@ -45,7 +45,13 @@
 # workload"): wl_phases, wl_profile_phase, wl_count_phases,
 # wl_command_phases, wl_after_mount MNT, wl_probe MNT, wl_prep MNT
 # PHASES..., wl_checks MNT PHASES..., wl_target MNT PHASE, wl_command ARM
-# MNT PHASE OUT, wl_after_phase ARM REP PHASE MNT DIR.
+# MNT PHASE OUT, wl_after_phase ARM REP PHASE MNT DIR. Hooks may read the
+# library's state: bench_wl (the workload's directory), bench_out (the
+# results directory $RESULTS/bench), bench_phases. The library's state
+# that had short common names (the workload, the results directory, the
+# phases, the start time, the expected total, the prepared and skipped
+# arms) is named bench_*, so that a hook's own variables do not clobber
+# it.
 #
 # Command phases: a phase named by wl_command_phases (COMMAND_PHASES) runs
 # the workload's wl_command instead of fio, for a measurement fio cannot
@@ -61,9 +67,9 @@
 # defaults, then hooks.sh over the default hooks). Needs the variables of
 # bench.env that workload.conf reads (overrides such as MIN_EXTENTS).
 bench_load_workload() { # dir
-	wl=$1
+	bench_wl=$1
 	# shellcheck disable=SC1091
-	. "$wl/workload.conf"
+	. "$bench_wl/workload.conf"
 	FILE=${FILE:-frag}
 	MIN_EXTENTS=${MIN_EXTENTS:-1}
 	MAX_EXTENTS=${MAX_EXTENTS:-}
@@ -74,7 +80,7 @@ bench_load_workload() { # dir
 	EST_PREP_S=${EST_PREP_S:-60}
 	export PATH=/job/tools:$PATH FILE_SIZE
 	# shellcheck disable=SC1091
-	if [ -f "$wl/hooks.sh" ]; then . "$wl/hooks.sh"; fi
+	if [ -f "$bench_wl/hooks.sh" ]; then . "$bench_wl/hooks.sh"; fi
 	return 0
 }
 
@@ -114,7 +120,7 @@ wl_probe() { return 0; }
 
 # wl_prep MNT PHASES...: unmeasured preparation of what PHASES will read.
 wl_prep() {
-	BENCH_DIR=$1/bench TARGET=$1/bench/$FILE fio --output=/tmp/prep.out "$wl/prep.fio" ||
+	BENCH_DIR=$1/bench TARGET=$1/bench/$FILE fio --output=/tmp/prep.out "$bench_wl/prep.fio" ||
 		{ cat /tmp/prep.out; return 1; }
 }
 
@@ -171,13 +177,13 @@ is_command_phase() { # phase
 # phase runs wl_command instead, its result going beside the json file's
 # name: DIR/NAME.json -> DIR/NAME.tsv (no fio options).
 run_phase() { # arm mnt phase json [fio options...]
-	local arm=$1 mnt=$2 phase=$3 json=$4 job=$wl/$3.fio
+	local arm=$1 mnt=$2 phase=$3 json=$4 job=$bench_wl/$3.fio
 	shift 4
 	if is_command_phase "$phase"; then
 		ARM=$arm wl_command "$arm" "$mnt" "$phase" "${json%.json}.tsv"
 		return
 	fi
-	[ -f "$job" ] || job=$wl/${phase%%-*}.fio
+	[ -f "$job" ] || job=$bench_wl/${phase%%-*}.fio
 	ARM=$arm BENCH_DIR=$mnt/bench TARGET=$(wl_target "$mnt" "$phase") \
 		fio "$@" --output-format=json+ --output="$json" "$job"
 }
@@ -188,43 +194,43 @@ run_phase() { # arm mnt phase json [fio options...]
 # files and the state of the run (after bench_load_workload).
 bench_init() {
 	local p
-	out=$RESULTS/bench
-	mkdir -p "$out/raw" "$out/profiles"
-	: >"$out/arms.tsv"
-	: >"$out/extents.tsv"
-	: >"$out/order.tsv"
+	bench_out=$RESULTS/bench
+	mkdir -p "$bench_out/raw" "$bench_out/profiles"
+	: >"$bench_out/arms.tsv"
+	: >"$bench_out/extents.tsv"
+	: >"$bench_out/order.tsv"
 	# The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
 	# order.tsv, cpu.tsv, ...); host and guest ship together, the host collects
 	# only this format (reports/runmodel.py).
-	echo 3 >"$out/format"
-	: >"$out/facts.tsv"
-	: >"$out/saves.tsv"
-	: >"$out/cpu.tsv"
-	: >"$out/cpu-windows.tsv"
+	echo 3 >"$bench_out/format"
+	: >"$bench_out/facts.tsv"
+	: >"$bench_out/saves.tsv"
+	: >"$bench_out/cpu.tsv"
+	: >"$bench_out/cpu-windows.tsv"
 	# the phases whose CPU window ends after a sync of the filesystem
 	# (phase_writes), one per line
-	: >"$out/window-sync-phases"
+	: >"$bench_out/window-sync-phases"
 	# The unit of /proc/stat's times (USER_HZ); the host assumes 100 without it.
-	getconf CLK_TCK >"$out/user-hz" 2>/dev/null || rm -f "$out/user-hz"
-	fio --version >"$out/fio-version"
-	echo "$MIN_EXTENTS" >"$out/min-extents"
-	bench_params >"$out/params"
-	phases=$(wl_phases) && [ -n "$phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
+	getconf CLK_TCK >"$bench_out/user-hz" 2>/dev/null || rm -f "$bench_out/user-hz"
+	fio --version >"$bench_out/fio-version"
+	echo "$MIN_EXTENTS" >"$bench_out/min-extents"
+	bench_params >"$bench_out/params"
+	bench_phases=$(wl_phases) && [ -n "$bench_phases" ] || { echo "bench: FAIL: workload '$WORKLOAD' has no phases"; exit 1; }
 	profile_phase=$(wl_profile_phase)
 	count_phases=$(wl_count_phases)
 	command_phases=$(wl_command_phases)
 	for p in $count_phases; do
-		case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
+		case " $bench_phases " in *" $p "*) ;; *) echo "bench: FAIL: count phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
 	done
 	for p in $command_phases; do
-		case " $phases " in *" $p "*) ;; *) echo "bench: FAIL: command phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
+		case " $bench_phases " in *" $p "*) ;; *) echo "bench: FAIL: command phase '$p' is not a phase of workload '$WORKLOAD'"; exit 1 ;; esac
 	done
-	echo "$phases" >"$out/phases"
-	echo "$command_phases" >"$out/command-phases"
-	echo "$profile_phase" >"$out/profile-phase"
-	start=$(date +%s)
+	echo "$bench_phases" >"$bench_out/phases"
+	echo "$command_phases" >"$bench_out/command-phases"
+	echo "$profile_phase" >"$bench_out/profile-phase"
+	bench_start=$(date +%s)
 	nr_arms=$(echo $ARMS | wc -w)
-	total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
+	bench_total=$(( REPS * nr_arms + (PROFILE ? nr_arms : 0) ))
 	done_runs=0
 	done_at=0      # elapsed seconds when the last arm run ended
 	preps=0 prep_secs=0	# PREP=once: arms prepared so far, and the time it took
@@ -233,15 +239,15 @@ bench_init() {
 	save_dir=/mnt/bench-saved
 	PREP=${PREP:-once}
 	case $PREP in once | each) ;; *) echo "bench: FAIL: PREP must be once or each, not '$PREP'"; exit 1 ;; esac
-	echo "$PREP" >"$out/prep-mode"
-	declare -gA prepared=() skipped=()
+	echo "$PREP" >"$bench_out/prep-mode"
+	declare -gA bench_prepared=() bench_skipped=()
 
 	cpu_source=stat
 	if [ -z "${PROC_STAT:-}" ] && read -r _ v </proc/schedstat 2>/dev/null &&
 		case $v in 15 | 16 | 17) true ;; *) false ;; esac; then
 		cpu_source=schedstat
 	fi
-	echo "$cpu_source" >"$out/cpu-source"
+	echo "$cpu_source" >"$bench_out/cpu-source"
 
 	if [ "$cpu_source" = schedstat ]; then
 		cpu_mark='cat /proc/schedstat'
@@ -256,7 +262,7 @@ bench_init() {
 	BENCH_ORDER=${BENCH_ORDER:-rotate}
 	BENCH_ORDER_SEED=${BENCH_ORDER_SEED:-0}
 	case $BENCH_ORDER in rotate | random | fixed) ;; *) echo "bench: FAIL: ORDER must be rotate, random or fixed, not '$BENCH_ORDER'"; exit 1 ;; esac
-	printf '%s %s\n' "$BENCH_ORDER" "$BENCH_ORDER_SEED" >"$out/order-rule"
+	printf '%s %s\n' "$BENCH_ORDER" "$BENCH_ORDER_SEED" >"$bench_out/order-rule"
 }
 
 # bench_arm_order REP: the arms of repetition REP, in the order they run.
@@ -300,9 +306,9 @@ phase_writes() { # jobfile
 # prepared yet at the average preparation so far (before the first ends:
 # the workload's own estimates, EST_ARM_RUN_S and EST_PREP_S).
 progress() { # phase text
-	local el=$(( $(date +%s) - start )) avg expect prep_avg=0 left_preps=0
+	local el=$(( $(date +%s) - bench_start )) avg expect prep_avg=0 left_preps=0
 	if [ "$PREP" = once ]; then
-		left_preps=$(( nr_arms - preps - ${#skipped[@]} ))
+		left_preps=$(( nr_arms - preps - ${#bench_skipped[@]} ))
 		if [ "$preps" -gt 0 ]; then prep_avg=$(( prep_secs / preps )); else prep_avg=$EST_PREP_S; fi
 	fi
 	if [ "$done_runs" -gt 0 ]; then
@@ -312,15 +318,15 @@ progress() { # phase text
 	else
 		avg=$(( EST_ARM_RUN_S + EST_PREP_S ))
 	fi
-	expect=$(( done_at + (total - done_runs) * avg + left_preps * prep_avg ))
+	expect=$(( done_at + (bench_total - done_runs) * avg + left_preps * prep_avg ))
 	[ "$expect" -lt "$el" ] && expect=$el
 	echo "LAB-PROGRESS [${el}s of ~${expect}s expected] arm $cur_arm, rep $cur_rep," \
-		"phase $1 (arm run $(( done_runs < total ? done_runs + 1 : total ))/$total)" >/dev/console
+		"phase $1 (arm run $(( done_runs < bench_total ? done_runs + 1 : bench_total ))/$bench_total)" >/dev/console
 }
 
 run_done() {
 	done_runs=$((done_runs + 1))
-	done_at=$(( $(date +%s) - start ))
+	done_at=$(( $(date +%s) - bench_start ))
 }
 
 # The scratch disk of an arm: one per arm, in the order of ARMS, from vdd on;
@@ -369,7 +375,7 @@ kernel_key_mode() { # mount-options policy-line
 # Make, mount and (for encrypted arms) set up encryption, then ask the
 # workload whether the arm can run it. Prints a reason and returns 3 if the
 # arm cannot run (kernel or filesystem lacks a feature), 1 on other errors.
-# On success, appends what was done to $out/facts.tsv (the host only reads
+# On success, appends what was done to $bench_out/facts.tsv (the host only reads
 # it): the mkfs and mount commands, the mount options as /proc/mounts shows
 # them, the tuning, the policy and the key mode the kernel reports.
 # With restore=1 (PREP=once, after the arm was prepared): no mkfs, no
@@ -426,7 +432,7 @@ setup_fs() { # arm rep dev mnt [restore]
 			"$arm" "$rep" mount_options "$mounted" "$arm" "$rep" tuning "$tune" \
 			"$arm" "$rep" policy "$policy" "$arm" "$rep" key_mode "${km%%$'\t'*}" \
 			"$arm" "$rep" key_mode_source "${km#*$'\t'}"
-	} >>"$out/facts.tsv"
+	} >>"$bench_out/facts.tsv"
 	return 0
 }
 
@@ -454,7 +460,7 @@ fiemap_check() { # arm rep mnt phases...
 		line=$(extent_count -s "$path") || { echo "bench: FAIL: $arm rep $rep: FIEMAP of $path failed"; exit 1; }
 		n=${line%% *}; shared=${line#* }; shared=${shared%% *}
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$label" "$n" "$shared" \
-			"$min" "$max" "$smin" "$path" >>"$out/extents.tsv"
+			"$min" "$max" "$smin" "$path" >>"$bench_out/extents.tsv"
 		bad=""
 		[ "$n" -lt "$min" ] && bad="$n extents, but workload '$WORKLOAD' promises at least $min"
 		[ "$max" != - ] && [ "$n" -gt "$max" ] && bad="$n extents, but workload '$WORKLOAD' promises at most $max"
@@ -522,7 +528,7 @@ save_dev_image() { # arm dev mnt
 	*)
 		devimage save "$dev" "$img" >/tmp/devimage.log 2>&1 ;;
 	esac || { cat /tmp/devimage.log; echo "bench: FAIL: cannot save $dev to $img"; exit 1; }
-	printf '%s\t%s\t%s\t%s\n' "$1" saved "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$1" saved "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$bench_out/saves.tsv"
 }
 
 # The device of an arm back to the saved image, exactly (devimage restore:
@@ -532,7 +538,7 @@ restore_dev() { # arm dev
 	local img=$save_dir/$1.img t0=$SECONDS
 	[ -f "$img" ] || { echo "no saved image $img"; return 1; }
 	devimage restore "$img" "$2" >/tmp/devimage.log 2>&1 || { cat /tmp/devimage.log; return 1; }
-	printf '%s\t%s\t%s\t%s\n' "$1" restored "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$out/saves.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$1" restored "$(du -k "$img" | cut -f1)" "$(( SECONDS - t0 ))" >>"$bench_out/saves.tsv"
 }
 
 # PREP=once, the first run of an arm: make, probe, prep every phase's
@@ -544,11 +550,11 @@ prepare_arm() { # arm
 	mkdir -p "$mnt"
 	try_setup "$arm" prepare "$dev" "$mnt" || return 1
 	# shellcheck disable=SC2086 # one phase name per word
-	prep "$arm" prepare "$mnt" $phases $profile_phase
+	prep "$arm" prepare "$mnt" $bench_phases $profile_phase
 	umount "$mnt" || { echo "bench: FAIL: cannot unmount $mnt after prep"; exit 1; }
 	progress "save the prepared filesystem"
 	save_dev_image "$arm" "$dev" "$mnt"
-	prepared[$arm]=1
+	bench_prepared[$arm]=1
 	preps=$((preps + 1))
 	prep_secs=$(( prep_secs + $(date +%s) - t0 ))
 }
@@ -564,7 +570,7 @@ ready_fs() { # arm rep dev mnt phases...
 		prep "$arm" "$rep" "$mnt" "$@"
 		return 0
 	fi
-	if [ -z "${prepared[$arm]:-}" ]; then
+	if [ -z "${bench_prepared[$arm]:-}" ]; then
 		prepare_arm "$arm" || return 1
 	fi
 	progress "restore the prepared filesystem"
@@ -667,7 +673,7 @@ run_command_phase() { # arm rep mnt dir phase
 run_phases() { # arm rep mnt dir
 	local arm=$1 rep=$2 mnt=$3 dir=$4 phase c0 c1 p0 p1 win pre post post_mark jobf
 	mkdir -p "$dir"
-	for phase in $phases; do
+	for phase in $bench_phases; do
 		progress "$phase"
 		if is_command_phase "$phase"; then
 			run_command_phase "$arm" "$rep" "$mnt" "$dir" "$phase"
@@ -678,12 +684,12 @@ run_phases() { # arm rep mnt dir
 		rm -rf "$cpu_win_dir" && mkdir -p "$cpu_win_dir" ||
 			{ echo "bench: FAIL: cannot make $cpu_win_dir"; exit 1; }
 		post_mark=$cpu_mark
-		jobf=$wl/$phase.fio
-		[ -f "$jobf" ] || jobf=$wl/${phase%%-*}.fio
+		jobf=$bench_wl/$phase.fio
+		[ -f "$jobf" ] || jobf=$bench_wl/${phase%%-*}.fio
 		if phase_writes "$jobf"; then
 			post_mark="sync -f $mnt && $cpu_mark"
-			grep -qx "$phase" "$out/window-sync-phases" 2>/dev/null ||
-				echo "$phase" >>"$out/window-sync-phases"
+			grep -qx "$phase" "$bench_out/window-sync-phases" 2>/dev/null ||
+				echo "$phase" >>"$bench_out/window-sync-phases"
 		fi
 		drop_caches
 		cpu_now
@@ -704,16 +710,16 @@ run_phases() { # arm rep mnt dir
 		# arm, rep, phase, CPU ticks of the phase (nothing if unreadable)
 		if [ -n "$p0" ] && [ -n "$p1" ]; then
 			win=io
-			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((p1 - p0))" >>"$out/cpu.tsv"
+			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((p1 - p0))" >>"$bench_out/cpu.tsv"
 		elif [ -n "$c0" ] && [ -n "$c1" ]; then
 			win=process
-			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((c1 - c0))" >>"$out/cpu.tsv"
+			printf '%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$((c1 - c0))" >>"$bench_out/cpu.tsv"
 		else
 			win=""
 		fi
 		if [ -n "$win" ]; then
 			printf '%s\t%s\t%s\t%s\t%s\n' "$arm" "$rep" "$phase" "$win" \
-				"$([ -n "$c0" ] && [ -n "$c1" ] && echo $((c1 - c0)))" >>"$out/cpu-windows.tsv"
+				"$([ -n "$c0" ] && [ -n "$c1" ] && echo $((c1 - c0)))" >>"$bench_out/cpu-windows.tsv"
 		fi
 	wl_after_phase "$arm" "$rep" "$phase" "$mnt" "$dir" ||
 			{ echo "bench: FAIL: wl_after_phase $phase failed for $arm rep $rep"; exit 1; }
@@ -728,15 +734,15 @@ try_setup() { # arm rep dev mnt [restore]
 	why=${why//$'\n'/ }    # one line: it goes into arms.tsv and the report
 	case $rc in
 	0) return 0 ;;
-	3) skipped[$arm]=$why
-	   printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$out/arms.tsv"
+	3) bench_skipped[$arm]=$why
+	   printf '%s\tskipped\t%s\n' "$arm" "$why" >>"$bench_out/arms.tsv"
 	   if [ "$rep" = prepare ]; then
-		[ "$cur_rep" = profiled ] && total=$(( total - 1 )) ||
-			total=$(( total - (REPS - ${cur_rep%%/*} + 1) - (PROFILE ? 1 : 0) ))
+		[ "$cur_rep" = profiled ] && bench_total=$(( bench_total - 1 )) ||
+			bench_total=$(( bench_total - (REPS - ${cur_rep%%/*} + 1) - (PROFILE ? 1 : 0) ))
 	   elif [ "$rep" = profiled ]; then
-		total=$(( total - 1 ))
+		bench_total=$(( bench_total - 1 ))
 	   else
-		total=$(( total - (REPS - rep + 1) - (PROFILE ? 1 : 0) ))
+		bench_total=$(( bench_total - (REPS - rep + 1) - (PROFILE ? 1 : 0) ))
 	   fi
 	   progress "skipped: $why"; return 1 ;;
 	*) echo "bench: cannot set up $arm on $3: $why"; exit 1 ;;
@@ -749,11 +755,11 @@ timed_run() { # arm rep
 	cur_arm=$arm cur_rep="$rep/$REPS"
 	dev=$(arm_dev "$arm")
 	mkdir -p "$mnt"
-	[ -n "${skipped[$arm]:-}" ] && return
+	[ -n "${bench_skipped[$arm]:-}" ] && return
 	# shellcheck disable=SC2086 # one phase name per word
-	ready_fs "$arm" "$rep" "$dev" "$mnt" $phases || return
-	run_phases "$arm" "$rep" "$mnt" "$out/raw/$arm/rep$rep"
-	printf '%s\t%s\n' "$arm" "$rep" >>"$out/order.tsv"
+	ready_fs "$arm" "$rep" "$dev" "$mnt" $bench_phases || return
+	run_phases "$arm" "$rep" "$mnt" "$bench_out/raw/$arm/rep$rep"
+	printf '%s\t%s\n' "$arm" "$rep" >>"$bench_out/order.tsv"
 	umount "$mnt"
 	run_done
 }
@@ -827,9 +833,9 @@ trace_counts() { # phase
 # the fscrypt events counted through tracefs (profiles/<arm>/counts.tsv).
 # Its numbers are not used for the timed tables.
 profiled_run() { # arm
-	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$out/profiles/$1 bt ph=$profile_phase cph need
+	local arm=$1 dev mnt=/mnt/bench-$1 pdir=$bench_out/profiles/$1 bt ph=$profile_phase cph need
 	cur_arm=$arm cur_rep=profiled
-	[ -n "${skipped[$arm]:-}" ] && return
+	[ -n "${bench_skipped[$arm]:-}" ] && return
 	dev=$(arm_dev "$arm")
 	mkdir -p "$pdir" "$mnt"
 	# the profile phase and the count phases, each once
@@ -886,13 +892,13 @@ bench_main() {
 	# script went wrong (e.g. a function aborted by an expansion error, which
 	# does not stop the script): fail the run rather than report it half done.
 	for arm in $ARMS; do
-		[ -n "${skipped[$arm]:-}" ] && continue
-		n=$(awk -F'\t' -v a="$arm" '$1 == a' "$out/order.tsv" 2>/dev/null | wc -l)
+		[ -n "${bench_skipped[$arm]:-}" ] && continue
+		n=$(awk -F'\t' -v a="$arm" '$1 == a' "$bench_out/order.tsv" 2>/dev/null | wc -l)
 		if [ "$n" != "$REPS" ]; then
 			echo "bench: FAIL: $arm was not skipped, but measured in $n of $REPS reps"
 			exit 1
 		fi
-		printf '%s\tmeasured\t\n' "$arm" >>"$out/arms.tsv"
+		printf '%s\tmeasured\t\n' "$arm" >>"$bench_out/arms.tsv"
 	done
 	cur_arm=- cur_rep=-
 	progress "done"

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, out, ARM, FILE, COMP_*: set by bench/guest/lib.sh and workload.conf
+# shellcheck shell=bash disable=SC2154 # bench_wl, bench_out, ARM, FILE, COMP_*: set by bench/guest/lib.sh and workload.conf
 # Hooks of the compressible workload (sourced by bench/guest/lib.sh, see
 # there and workload.conf): btrfs arms only; after the preparation, the
 # file's bytes on disk go to raw/<arm>/disk-bytes.tsv, and a mount with
@@ -141,10 +141,10 @@ cz_check() { # disk-bytes.tsv
 
 # prep.fio, then the bytes on disk of the prepared file, checked.
 wl_prep() { # mnt phases...
-	local mnt=$1 t=$out/raw/$ARM/disk-bytes.tsv why
-	BENCH_DIR=$mnt/bench TARGET=$mnt/bench/$FILE fio --output=/tmp/prep.out "$wl/prep.fio" ||
+	local mnt=$1 t=$bench_out/raw/$ARM/disk-bytes.tsv why
+	BENCH_DIR=$mnt/bench TARGET=$mnt/bench/$FILE fio --output=/tmp/prep.out "$bench_wl/prep.fio" ||
 		{ cat /tmp/prep.out; return 1; }
-	mkdir -p "$out/raw/$ARM"
+	mkdir -p "$bench_out/raw/$ARM"
 	cz_disk_bytes "$mnt" "$mnt/bench/$FILE" >"$t" || return 1
 	why=$(cz_check "$t") || {
 		echo "bench: FAIL: $ARM: $why ($t)" >/dev/console

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, CT_*, RESULTS: set by bench/guest/lib.sh, workload.conf and the VM
+# shellcheck shell=bash disable=SC2154 # bench_wl, ARM, CT_*, RESULTS: set by bench/guest/lib.sh, workload.conf and the VM
 # Hooks of the containers workload (sourced by bench/guest/lib.sh, see
 # there). Layout: generation G is the subvolume $MNT/genG, its tree in
 # $MNT/genG/d (encrypted arms: a v2 policy set on d with fscrypt_setup, the
@@ -15,7 +15,7 @@ ct_now() { local u; read -r u _ </proc/uptime; echo "$u"; }
 # inside the encrypted bench directory and whether it is then encrypted
 # (recorded in raw/$ARM/subvol-probe.txt; the workload does not need it).
 wl_probe() { # mnt
-	local mnt=$1 rec sv=$1/bench/.sv-probe out
+	local mnt=$1 rec sv=$1/bench/.sv-probe msg
 	if [ "$(arm_fs "$ARM")" != btrfs ]; then
 		echo "$(arm_fs "$ARM") has no snapshots or subvolumes (this workload snapshots container image generations)"
 		return 3
@@ -24,13 +24,13 @@ wl_probe() { # mnt
 	mkdir -p "$rec"
 	{
 		echo "btrfs subvolume create $sv (inside the bench directory):"
-		if out=$(btrfs subvolume create "$sv" 2>&1); then
-			echo "ok: $out"
+		if msg=$(btrfs subvolume create "$sv" 2>&1); then
+			echo "ok: $msg"
 			echo "policy of the new subvolume's root (fscrypt_setup -k):"
 			fscrypt_setup -k "$mnt" "$sv" 2>&1 || echo "(none: rc $?)"
 			btrfs subvolume delete "$sv" >/dev/null 2>&1 || echo "delete failed"
 		else
-			echo "refused: $out"
+			echo "refused: $msg"
 		fi
 	} >"$rec/subvol-probe.txt" 2>&1
 	return 0

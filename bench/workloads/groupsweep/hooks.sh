@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, out, ARM, FILE_SIZE, GROUP_SIZES: set by bench/guest/lib.sh
+# shellcheck shell=bash disable=SC2154 # bench_wl, bench_out, ARM, FILE_SIZE, GROUP_SIZES: set by bench/guest/lib.sh
 # Hooks of the groupsweep workload (sourced by bench/guest/lib.sh, see
 # there and workload.conf). Point N: the file bench/frag-gN, read by phase
 # seqread-gN; on per-extent keys written under fscrypt_extents_per_key=N.
@@ -81,16 +81,16 @@ wl_probe() { # mnt
 # key-group starts per reason) into profiles/<arm>/counts.tsv as phase
 # write-gN.
 wl_prep() { # mnt phases...
-	local mnt=$1 n counts=$out/profiles/$ARM/counts.tsv per_extent=0
+	local mnt=$1 n counts=$bench_out/profiles/$ARM/counts.tsv per_extent=0
 	shift
 	per_extent_mount "$mnt" && per_extent=1
-	mkdir -p "$out/profiles/$ARM"
+	mkdir -p "$bench_out/profiles/$ARM"
 	for n in $(phase_points "$@"); do
 		if [ "$per_extent" = 1 ]; then
 			remount_extents_per_key "$mnt" "$n" || return 1
 		fi
 		trace_start || { echo "cannot record fscrypt events in $tfs"; return 1; }
-		TARGET=$mnt/bench/frag-g$n fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
+		TARGET=$mnt/bench/frag-g$n fio --output=/tmp/prep.out "$bench_wl/prep.fio" || { cat /tmp/prep.out; return 1; }
 		sync
 		# a PREP=each run writes the files again: keep the last writing's counts
 		if [ -f "$counts" ]; then

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, out, ARM, FILE_SIZE, MIN_EXTENTS, REKEY_*: set by bench/guest/lib.sh and workload.conf
+# shellcheck shell=bash disable=SC2154 # bench_wl, bench_out, ARM, FILE_SIZE, MIN_EXTENTS, REKEY_*: set by bench/guest/lib.sh and workload.conf
 # Hooks of the rekey workload (sourced by bench/guest/lib.sh, see there and
 # workload.conf). Layout: subvolume MNT/sv, its encrypted directory
 # MNT/sv/bench (policy under K1, the key of seed 1, which the driver adds
@@ -6,7 +6,7 @@
 # (fscrypt_setup key). What the preparation's rekey moved goes to
 # raw/<arm>/prep-rekey.tsv.
 # shellcheck source=bench/workloads/lib/rekey.sh
-. "$wl/../lib/rekey.sh"
+. "$bench_wl/../lib/rekey.sh"
 
 rk_dir() { echo "$1/sv/bench"; }
 
@@ -52,7 +52,7 @@ rk_iolog() { # file parity blocks
 rk_write() { # file parity
 	[ -e "$1" ] || truncate -s "$FILE_SIZE" "$1" || return 1
 	rk_iolog "$1" "$2" "$REKEY_BLOCKS" >/tmp/rekey-prep.iolog || return 1
-	IOLOG=/tmp/rekey-prep.iolog fio --output=/tmp/prep.out "$wl/prep.fio" ||
+	IOLOG=/tmp/rekey-prep.iolog fio --output=/tmp/prep.out "$bench_wl/prep.fio" ||
 		{ cat /tmp/prep.out; return 1; }
 }
 
@@ -67,8 +67,8 @@ wl_prep() { # mnt phases...
 		fscrypt_setup "$mnt" "$d" >/dev/null || return 1
 	rk_write "$d/twokeys" 0 || return 1
 	sync
-	mkdir -p "$out/raw/$ARM"
-	fscrypt_setup rekey "$mnt/sv" "$d" 1 2 >"$out/raw/$ARM/prep-rekey.tsv" ||
+	mkdir -p "$bench_out/raw/$ARM"
+	fscrypt_setup rekey "$mnt/sv" "$d" 1 2 >"$bench_out/raw/$ARM/prep-rekey.tsv" ||
 		{ echo "the rekey of $mnt/sv from K1 to K2 failed"; return 1; }
 	rk_write "$d/twokeys" 1 && rk_write "$d/onekey" 0 && rk_write "$d/onekey" 1
 }

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, REKEY_*: set by bench/guest/lib.sh and workload.conf
+# shellcheck shell=bash disable=SC2154 # bench_wl, ARM, REKEY_*: set by bench/guest/lib.sh and workload.conf
 # Hooks of the rekeytime workload (sourced by bench/guest/lib.sh, see there
 # and workload.conf). Point N: subvolume MNT/rk-nN, its encrypted directory
 # MNT/rk-nN/d (policy under K1, the key of seed 1, which the driver adds),
@@ -6,7 +6,7 @@
 # each. Its phase rekey-nN is a command phase: the rekey of rk-nN to K2
 # (seed 2), timed by fscrypt_setup.
 # shellcheck source=bench/workloads/lib/rekey.sh
-. "$wl/../lib/rekey.sh"
+. "$bench_wl/../lib/rekey.sh"
 
 # The points, as given (each a number of names from 1 on, none twice);
 # fails on anything else.

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by bench/guest/lib.sh
+# shellcheck shell=bash disable=SC2154 # bench_wl, ARM, SCALE_*: set by bench/guest/lib.sh
 # Hooks of the scaling workload (sourced by bench/guest/lib.sh, see there).
 
 # The extent counts: SCALE_FROM multiplied by SCALE_STEP while the running
@@ -46,9 +46,9 @@ wl_prep() { # mnt phases...
 		# (both seen on a loop btrfs: 21 extents instead of 16384).
 		truncate -s $((n * 4))k "$mnt/bench/frag-e$n" || return 1
 		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n OFFSET=0 SIZE=$((n * 4))k IOS=$((n / 2)) \
-			fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
+			fio --output=/tmp/prep.out "$bench_wl/prep.fio" || { cat /tmp/prep.out; return 1; }
 		BENCH_DIR=$mnt/bench TARGET=$mnt/bench/frag-e$n OFFSET=4k SIZE=$((n * 4 - 4))k IOS=$((n / 2)) \
-			fio --output=/tmp/prep.out "$wl/prep.fio" || { cat /tmp/prep.out; return 1; }
+			fio --output=/tmp/prep.out "$bench_wl/prep.fio" || { cat /tmp/prep.out; return 1; }
 	done
 }
 

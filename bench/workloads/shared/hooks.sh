@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # wl, ARM, SCALE_*: set by bench/guest/lib.sh
+# shellcheck shell=bash disable=SC2154 # bench_wl, ARM, SCALE_*: set by bench/guest/lib.sh
 # Hooks of the shared workload (sourced by bench/guest/lib.sh, see there).
 # Sides: "orig" (bench/orig), "reflink" (bench/reflink, cp --reflink=always
 # of orig) and "snapshot" (snap/bench/orig in a read-only snapshot of the
@@ -23,7 +23,7 @@ wl_probe() { # mnt
 
 wl_prep() { # mnt phases...
 	local mnt=$1
-	BENCH_DIR=$mnt/bench TARGET=$mnt/bench/orig fio --output=/tmp/prep.out "$wl/prep.fio" ||
+	BENCH_DIR=$mnt/bench TARGET=$mnt/bench/orig fio --output=/tmp/prep.out "$bench_wl/prep.fio" ||
 		{ cat /tmp/prep.out; return 1; }
 	sync
 	cp --reflink=always "$mnt/bench/orig" "$mnt/bench/reflink" || return 1
