@@ -276,10 +276,11 @@ def conclusive_n(n_a, n_b, alpha=ALPHA):
 
 
 def reps_needed_text(alpha=ALPHA):
-    """What a conclusive verdict needs, for reports and check output."""
-    return (f"a {100 * (1 - alpha):g}% CI needs at least {reps_for_ci(alpha)} "
-            f"reps per arm and a significance test (Mann-Whitney p < "
-            f"{alpha:g}) at least {reps_for_test(alpha)}")
+    """What a conclusive verdict needs, for the reports."""
+    return (f"a verdict needs at least {MIN_PAIRED_REPS} paired reps (its "
+            f"{100 * (1 - alpha):g}% t-interval exists from 2; the latency "
+            f"percentiles' bootstrap interval needs {reps_for_ci(alpha)} "
+            "reps per arm)")
 
 
 def ranges_separate(a, b):

@@ -811,8 +811,8 @@ def section_tail(doc, run, res, threshold, plots):
         "never be significant.",
         "Latency percentiles: nearest rank on clat_ns bins merged over "
         "reps; ratios' CIs resample reps.",
-        f"Too few reps: {L.reps_needed_text()}; below that, CIs are not "
-        "shown and verdicts say \"not conclusive (n = N)\".",
+        f"Too few reps: {L.reps_needed_text()}; below that, verdicts say "
+        "\"not conclusive (n = N)\".",
         "All numbers, per rep, are in `results.json`; raw fio output is in "
         "`raw/`, copied from the run directory.",
     ])

@@ -54,7 +54,7 @@ class Rules(unittest.TestCase):
         self.assertEqual(L.conclusive_n(1, 1), "not conclusive (n = 1)")
         self.assertEqual(L.conclusive_n(2, 5), "not conclusive (n = 2 vs 5)")
         self.assertIsNone(L.conclusive_n(5, 5))
-        self.assertIn("at least 4 reps per arm", L.reps_needed_text())
+        self.assertIn("at least 4 paired reps", L.reps_needed_text())
 
 
 def _analyze(run_dir):

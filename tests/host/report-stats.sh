@@ -219,7 +219,7 @@ else
 	bad "one rep: not every verdict says not conclusive (n = 1)"
 fi
 hasnt "one rep: no CI in the verdicts" "$out/summary.md" '^- .*per-extent ÷ per-inode.*\(95% CI'
-has "one rep: says how many reps a CI needs" "$out/summary.md" 'a 95% CI needs at least 4 reps per arm'
+has "one rep: says how many reps a verdict needs" "$out/summary.md" 'a verdict needs at least 4 paired reps'
 expect_rc 2 generate-no-meta $py -m reports.generate "$tmp/nonexistent" "$tmp/x"
 
 echo "== CPU cost, and runs without it"
