@@ -134,7 +134,7 @@ class Verdicts(unittest.TestCase):
             self.assertIn("**not conclusive (n = 1)**", v["text"])
             self.assertNotIn("(95% CI", v["text"])
             self.assertNotIn("met", v["text"])
-            self.assertIn("at least 4 reps per arm", v["text"])
+            self.assertIn("at least 4 paired reps", v["text"])
             self.assertNotIn("ci_lo", v)
 
     def test_one_rep_no_ci_anywhere(self):
