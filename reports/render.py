@@ -340,6 +340,11 @@ def cpu_source_text(meta):
     if source == "stat":
         text += (f" of 1/{per_s} s ("
                  f"{(meta.get('cpu') or {}).get('user_hz_source')})")
+    if str((meta.get("run_info") or {}).get("accel")) == "icount":
+        text += ("; under icount this is guest instruction time (4 ns per "
+                 "instruction while the vCPU runs), not hardware cycles: a "
+                 "cache miss weighs nothing, an AES-NI instruction as much "
+                 "as an add")
     return text
 
 
