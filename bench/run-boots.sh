@@ -15,7 +15,8 @@
 # series), a directory of patches (its series file; built here), or a
 # commit of this repository (its patches/ built here).
 #
-# The other variables are run-bench.sh's: WORKLOAD (default fragmented),
+# RESOLVE_ONLY=1 prints LABEL=bzImage for each kernel (after building it)
+# and boots nothing. The other variables are run-bench.sh's: WORKLOAD (default fragmented),
 # REPS (5), ARMS (btrfs-extent btrfs-inode), PREP, ORDER, ACCEL.
 #
 # Output: build/bench/sets/<stamp>-<kind>-<workload>/ (SET_DIR overrides):
@@ -96,6 +97,15 @@ done
 [ "$kind" = ab ] && [ "${labels[0]}" = "${labels[1]}" ] && die "ab needs old= and new="
 
 nl=${#labels[@]}
+# RESOLVE_ONLY=1: say which kernel each label would boot (building what
+# needs building), and stop
+if [ "${RESOLVE_ONLY:-0}" = 1 ]; then
+	for i in $(seq 0 $((nl - 1))); do
+		echo "${labels[$i]}=${kernels[$i]}"
+	done
+	rm -rf "$set_dir"
+	exit 0
+fi
 echo "run-boots: $kind set of $BOOTS boot(s), workload $WORKLOAD, reps $REPS, arms ($ARMS): $set_dir"
 for i in $(seq 0 $((nl - 1))); do
 	echo "run-boots:   ${labels[$i]}: ${kernels[$i]}$([ "${injects[$i]}" != 0 ] && echo " (injected lookup delay ${injects[$i]} ns)")"
