@@ -60,13 +60,13 @@ class PhaseValue:
     """One boot's value of one phase: the per-rep log-ratios, and per rep
     which arm of the ratio ran first ("a" or "b"; "" when unknown).
 
-    The arm that runs first in a rep costs more on some phases (on
-    2026-12-07, random reads: about 2.4% more, the first of the pair in
-    either order), so the per-rep ratios alternate with the order. That
-    is a fixed effect of the design, not noise: with the same order rule
-    and reps every boot carries the same share of it. So the rep-to-rep
-    spread is taken around the mean of each order (resid_ss, resid_df),
-    not around the boot's mean."""
+    If the arm that runs first in a rep cost more, the per-rep ratios
+    would alternate with the order: a fixed effect of the design, not
+    noise (with the same order rule and reps every boot carries the same
+    share of it). So the rep-to-rep spread is taken around the mean of
+    each order (resid_ss, resid_df), not around the boot's mean; it costs
+    a degree of freedom per boot. (On 2026-12-07, ten A/A boots showed no
+    such effect beyond noise: reports/results/2026-12-07-regression-gate.md.)"""
     logs: List[float]
     orders: List[str] = dataclasses.field(default_factory=list)
 
