@@ -8,6 +8,8 @@ sets say about noise and detection power (issue #34).
     /usr/bin/python3 -m reports.gate ab SET_DIR [--baseline BASELINE.json] [--junit FILE]
     /usr/bin/python3 -m reports.gate power BASELINE.json
     /usr/bin/python3 -m reports.gate experiment BASELINE.json SET_DIR...
+    /usr/bin/python3 -m reports.gate ab-calibrate BASELINE.json --aa SET_DIR... [--injected SET_DIR...]
+    /usr/bin/python3 -m reports.gate order SET_DIR...
 
 What is tracked: the log of the main ratio (the first comparison of the
 run: per-extent over per-inode keys) of guest CPU time per MiB, per
@@ -669,6 +671,32 @@ def ab_calibration(base, aa_sets, injected_sets):
     return tries, flags, caught
 
 
+def order_md(sets):
+    """The premium per arm order over all boots of SETS (reps with the
+    ratio's first arm first, "a", against those with its second first,
+    "b"), with the difference's 95% interval (Welch, normal quantile):
+    the check of the arm order's carry-over, Markdown."""
+    out = ["| phase | reps a first | ratio, a first | reps b first | "
+           "ratio, b first | difference (95% CI) |",
+           "|---|---|---|---|---|---|"]
+    for p in sets[0].phases():
+        a = [x for st in sets for b in st.boots
+             for x, o in zip(b.phases[p].logs, b.phases[p].orders) if o == "a"]
+        b_ = [x for st in sets for b in st.boots
+              for x, o in zip(b.phases[p].logs, b.phases[p].orders)
+              if o == "b"]
+        if len(a) < 2 or len(b_) < 2:
+            continue
+        d = float(np.mean(a) - np.mean(b_))
+        se = math.sqrt(float(np.var(a, ddof=1)) / len(a)
+                       + float(np.var(b_, ddof=1)) / len(b_))
+        out.append(f"| {p} | {len(a)} | {math.exp(np.mean(a)):.4f} | "
+                   f"{len(b_)} | {math.exp(np.mean(b_)):.4f} | "
+                   f"{pct(d):+.2f}% ({pct(d - 1.96 * se):+.2f}% to "
+                   f"{pct(d + 1.96 * se):+.2f}%) |")
+    return "\n".join(out)
+
+
 def experiment_md(base, rows):
     """The experiment's table, Markdown."""
     phases = phase_names(base)
@@ -789,6 +817,8 @@ def main(argv=None):
     p = sub.add_parser("experiment")
     p.add_argument("baseline")
     p.add_argument("sets", nargs="+")
+    p = sub.add_parser("order")
+    p.add_argument("sets", nargs="+")
     p = sub.add_parser("ab-calibrate")
     p.add_argument("baseline")
     p.add_argument("--aa", nargs="+", required=True)
@@ -862,6 +892,9 @@ def main(argv=None):
                                args.boot_s, args.prep_s, args.run_s))
             else:
                 print(json.dumps(power_table(base), indent=1))
+            return 0
+        if args.cmd == "order":
+            print(order_md([load_set(d) for d in args.sets]))
             return 0
         if args.cmd == "ab-calibrate":
             base = read_baseline(args.baseline)
