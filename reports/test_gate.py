@@ -37,7 +37,8 @@ def sim_set(rng, kind="nightly", boots=2, reps=5, shift=0.0,
         for p in PHASES:
             mu = math.log1p(premium) + s + set_dev + rng.normal(0, sd["boot"])
             phases[p] = G.PhaseValue(list(rng.normal(mu, sd["within"],
-                                                     reps)))
+                                                     reps)),
+                                     ["ab"[r % 2] for r in range(reps)])
         out.append(G.Boot(index=i + 1, label=label, run=f"boot{i + 1}",
                           ratio="btrfs-extent/btrfs-inode", phases=phases,
                           identity=dict(ident or IDENT), injected_ns=0,
@@ -171,6 +172,29 @@ class AB(unittest.TestCase):
         plain = G.ab(st)[0][0].ci
         pooled = G.ab(st, self.base)[0][0].ci
         self.assertLess(pooled[1] - pooled[0], plain[1] - plain[0])
+
+
+class Calibration(unittest.TestCase):
+    """bench-ab tried on boots of nightlies, and the order check."""
+
+    def test_ab_calibration_counts_flags_and_catches(self):
+        rng = np.random.default_rng(23)
+        aa = [sim_set(rng) for _ in range(10)]
+        base = G.make_baseline(aa)
+        inj = [sim_set(rng, shift=math.log(1.03)) for _ in range(3)]
+        tries, flags, caught = G.ab_calibration(base, aa, inj)
+        self.assertEqual(tries, 5)
+        self.assertLessEqual(flags, 1)
+        self.assertEqual(len(caught), 3)
+        for _, _, phases, change in caught:
+            self.assertIn("seqread", phases)
+            self.assertAlmostEqual(change["seqread"], 3.0, delta=1.2)
+
+    def test_order_table(self):
+        rng = np.random.default_rng(29)
+        text = G.order_md([sim_set(rng) for _ in range(4)])
+        self.assertIn("| seqread | 12 |", text)  # 3 of 5 reps, 2 boots, 4 sets
+        self.assertIn("| 8 |", text)
 
 
 class JUnit(unittest.TestCase):
