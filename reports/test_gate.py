@@ -193,8 +193,8 @@ class Calibration(unittest.TestCase):
     def test_order_table(self):
         rng = np.random.default_rng(29)
         text = G.order_md([sim_set(rng) for _ in range(4)])
-        self.assertIn("| seqread | 12 |", text)  # 3 of 5 reps, 2 boots, 4 sets
-        self.assertIn("| 8 |", text)
+        self.assertIn("| seqread | 24 |", text)  # 3 of 5 reps, 2 boots, 4 sets
+        self.assertIn("| 16 |", text)
 
 
 class JUnit(unittest.TestCase):
