@@ -62,7 +62,7 @@ help:
 	@echo "make bench-nightly [WORKLOAD=fragmented] [BOOTS=2]  the nightly: a set of boots of the perf kernel, checked against reports/baselines/WORKLOAD-nightly.json"
 	@echo "make bench-check [WORKLOAD=fragmented]  check its latest nightly set against that baseline again"
 	@echo "make bench-ab OLD=K NEW=K [BOOTS=4] [WORKLOAD=fragmented]  did NEW make the per-extent premium worse? (K: a bzImage, a patches dir or a commit)"
-	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/history-NAME/)"
+	@echo "make bench-history WORKLOAD=NAME  trend of its tracked ratios over all recorded runs (reports/generated/history-NAME/)"
 	@echo "make kernel [FLAVOR=debug|perf]  build build/bzImage-6.12-FLAVOR from patches/"
 	@echo "make image                   build the guest root image build/root.img (with the patched progs)"
 	@echo "make progs                   build btrfs-progs + patches/btrfs-progs/ into build/progs/bin"
@@ -184,7 +184,7 @@ bench-ab:
 bench-history:
 	$(call need,$(APT_BENCH))
 	@[ -n "$(WORKLOAD)" ] || { echo "usage: make bench-history WORKLOAD=NAME [HISTORY_DIR=dir]"; exit 2; }
-	@/usr/bin/python3 -m reports.history plot "$(WORKLOAD)" reports/history-$(WORKLOAD) \
+	@/usr/bin/python3 -m reports.history plot "$(WORKLOAD)" reports/generated/history-$(WORKLOAD) \
 		--baseline reports/baselines/$(WORKLOAD)-nightly.json && /usr/bin/python3 -m reports.index
 
 bench-tools:

@@ -25,7 +25,7 @@
 # (A B C A B C ...), REPS timed repetitions each, plus one profiled
 # repetition per arm; then turns the guest's output into a raw run
 # directory (build/bench/<stamp>-<workload>/) and writes the report
-# (reports/<date>-<workload>/). Arms the kernel cannot run are listed as
+# (reports/generated/<date>-<workload>/). Arms the kernel cannot run are listed as
 # skipped, with the reason the guest found.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -312,9 +312,9 @@ if [ "$REPORT" = 0 ]; then
 	echo "bench: done in $(( $(date +%s) - t0 ))s"
 	exit 0
 fi
-# reports/<date>-<workload>; a second run of the day gets its time too, and
+# reports/generated/<date>-<workload>; a second run of the day gets its time too, and
 # a run with an injected slowdown says so in its name.
-out=$top/reports/$(date -u +%Y-%m-%d)-$workload
+out=$top/reports/generated/$(date -u +%Y-%m-%d)-$workload
 [ "$INJECT_LOOKUP_DELAY_NS" = 0 ] || out+=-injected-${INJECT_LOOKUP_DELAY_NS}ns
 [ -e "$out" ] && out+=-${stamp#*-}
 /usr/bin/python3 -m reports.generate "$run" "$out" || die "report generation failed for $run"
@@ -325,5 +325,5 @@ echo "bench: report:  $out/index.html and $out/summary.md"
 # $LAB_HISTORY_DIR, outside build/), and the reports/ index lists it.
 /usr/bin/python3 -m reports.history append "$run" "$out" ||
 	die "could not record $run in the history store (LAB_HISTORY_DIR=${LAB_HISTORY_DIR:-default})"
-/usr/bin/python3 -m reports.index || die "could not write reports/index.html"
+/usr/bin/python3 -m reports.index || die "could not write reports/generated/index.html"
 echo "bench: done in $(( $(date +%s) - t0 ))s"

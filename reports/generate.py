@@ -62,7 +62,7 @@ def copy_sources(run_dir, out_dir):
 
 def remove_old_outputs(out_dir):
     """Remove the plots and flame graphs an earlier report left in out_dir
-    (reports/<date>-<workload> is reused by a second run on the same day,
+    (reports/generated/<date>-<workload> is reused by a second run on the same day,
     whose report might not draw them all)."""
     for name in os.listdir(out_dir):
         path = os.path.join(out_dir, name)

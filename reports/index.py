@@ -2,7 +2,8 @@
 
     /usr/bin/python3 -m reports.index [REPORTS_DIR]
 
-Writes REPORTS_DIR/index.html (default: the clone's reports/): one row per
+Writes REPORTS_DIR/index.html (default: the clone's reports/generated/,
+where bench/run-bench.sh writes the reports): one row per
 report directory (one holding results.json and index.html), newest first,
 with its workload, date, accel, reps, kernel series and the main verdicts;
 then the history pages (history-<workload>/index.html). Called by
@@ -103,7 +104,9 @@ def write_index(root):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    root = argv[0] if argv else os.path.join(TOP, "reports")
+    root = argv[0] if argv else os.path.join(TOP, "reports", "generated")
+    if not argv:
+        os.makedirs(root, exist_ok=True)
     if not os.path.isdir(root):
         print(f"index: error: no directory {root}", file=sys.stderr)
         return 2
