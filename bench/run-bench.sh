@@ -253,7 +253,7 @@ for g in "${sizes[@]}"; do
 	fi
 	i=$((i + 1))
 done
-# Generous: a timed run of one arm takes a few minutes under TCG.
+# Generous: a timed run of one arm takes seconds to minutes under icount.
 timeout=${TIMEOUT:-$(( (REPS + 1) * nr_arms * 900 + 600 ))}
 # shellcheck source=/dev/null # the workload is picked at run time; tests/host/bench-workloads.sh loads each one
 read -r est est_prep < <(. "$top/bench/workloads/$workload/workload.conf" 2>/dev/null
@@ -263,7 +263,7 @@ runs=$(( (REPS + (PROFILE == 1 ? 1 : 0)) * nr_arms ))
 preps=$nr_arms
 [ "$PREP" = once ] || preps=$runs
 echo "bench: workload=$workload arms=($ARMS) reps=$REPS profile=$PROFILE prep=$PREP kernel=$(basename "$KERNEL")"
-echo "bench: $runs arm runs and $preps preparations, expected about $(( (runs * est + preps * est_prep + 30) / 60 )) min under TCG ($est s per arm run, $est_prep s per preparation; less for arms found unsupported)"
+echo "bench: $runs arm runs and $preps preparations, expected about $(( (runs * est + preps * est_prep + 30) / 60 )) min on an idle host ($est s per arm run, $est_prep s per preparation: the workload's EST_ARM_RUN_S, EST_PREP_S; less for arms found unsupported, more beside other VMs)"
 echo "bench: progress lines: [elapsed of expected total] arm, rep, phase (the expected total follows the arm runs done so far)"
 append="slab_nomerge"
 if [ "$INJECT_LOOKUP_DELAY_NS" != 0 ]; then
