@@ -91,12 +91,17 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [SCALE_BUDGET=extents (scaling)] [GROUP_SIZES=\"1 4 ... 0\" (groupsweep)] [REKEY_NAMES=\"1000 10000 100000\" (rekeytime)] [ORDER=rotate|random|fixed] [ORDER_SEED=N] [INJECT_LOOKUP_DELAY_NS=N (tests of the regression checks only)] [workload variables: its PARAMS]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [ORDER=rotate|random|fixed] [ORDER_SEED=N] [INJECT_LOOKUP_DELAY_NS=N (tests of the regression checks only)] [workload variables: its PARAMS]" >&2
 	if [ "$workload" = list ]; then
 		echo "bench: arms: $ALL_ARMS" >&2
 		echo "bench: without ARMS: $DEFAULT_ARMS, except in the workloads that name their own:" >&2
 		for w in $(available); do
 			a=$(workload_arms "$w")
+			[ -z "$a" ] || echo "bench:   $w: $a" >&2
+		done
+		echo "bench: the workloads' own variables (their PARAMS):" >&2
+		for w in $(available); do
+			a=$(workload_var "$w" PARAMS)
 			[ -z "$a" ] || echo "bench:   $w: $a" >&2
 		done
 		exit 0

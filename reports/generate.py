@@ -6,9 +6,8 @@ Reads the run through reports.runmodel; writes to OUT_DIR: index.html,
 summary.md, results.json, verdicts.xml (the verdicts as JUnit: met
 passes, not met fails, undecided or not conclusive is skipped, so a CI
 dashboard shows the benchmark beside make test), PNG plots, and copies
-of raw/, profiles/,
-meta.json, scaling.json and cpu.tsv, so every number in the report traces
-back to a raw file. The pieces: reports.analysis (numbers), reports.plots
+of raw/, profiles/, console.log and the run's .json and .tsv files, so
+every number in the report traces back to a raw file. The pieces: reports.analysis (numbers), reports.plots
 (PNG and SVG), reports.render (Markdown and HTML); reports/README.md
 describes the formats and the rules.
 
@@ -42,8 +41,10 @@ def jsonable(x):
 
 
 def copy_sources(run_dir, out_dir):
-    """Copy raw/, profiles/, meta.json, scaling.json, console.log and
-    cpu.tsv here."""
+    """Copy raw/, profiles/, console.log and every .json and .tsv file of
+    the run directory's top (meta.json, cpu.tsv, cpu-windows.tsv, and a
+    workload's own files such as an old scaling run's scaling.json)
+    here."""
     if os.path.realpath(run_dir) == os.path.realpath(out_dir):
         return
     for name in ("raw", "profiles"):
@@ -54,9 +55,10 @@ def copy_sources(run_dir, out_dir):
             elif os.path.isdir(dst):
                 shutil.rmtree(dst)
             shutil.copytree(src, dst)
-    for name in ("meta.json", "scaling.json", "console.log", "cpu.tsv"):
+    for name in sorted(os.listdir(run_dir)):
         src = os.path.join(run_dir, name)
-        if os.path.isfile(src):
+        if os.path.isfile(src) and (name == "console.log" or
+                                    name.endswith((".json", ".tsv"))):
             shutil.copyfile(src, os.path.join(out_dir, name))
 
 
