@@ -119,6 +119,16 @@ class Baseline(unittest.TestCase):
                for r in table}
         self.assertLess(mdc[(4, 5)], mdc[(1, 5)])
 
+    def test_bound_uses_the_larger_spread(self):
+        for p in PHASES:
+            e = self.base["phases"][p]
+            self.assertEqual(e["sd_used_log"],
+                             max(e["sd_log"], e["sd_pred_log"]))
+            self.assertAlmostEqual(e["threshold_log"],
+                                   self.base["k"] * e["sd_used_log"])
+        # the rule with the observed spread only is counted too
+        self.assertIn("alerts", self.base["loo_observed_sd_only"])
+
     def test_leave_one_out_counts_the_baselines_own_false_alarms(self):
         loo = self.base["loo"]
         self.assertEqual(loo["tries"], 10)
