@@ -227,7 +227,7 @@ def load_set(set_dir):
     if len(ratios) > 1:
         raise GateError(f"{set_dir}: its boots track different ratios "
                         f"{sorted(ratios)}")
-    return Set(name=os.path.basename(os.path.normpath(set_dir)),
+    return Set(name=os.path.basename(os.path.realpath(set_dir)),
                kind=s.get("kind", "?"), workload=s.get("workload", "?"),
                boots=boots, elapsed_s=float(s.get("elapsed_s") or 0))
 
