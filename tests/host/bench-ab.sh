@@ -16,9 +16,8 @@
 # make test (reports/results/ has the runs).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/host-test.sh
+. "$top/tests/lib/host-test.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
@@ -67,32 +66,27 @@ make_set() { # dir kind scale labels...
 
 gate() { (cd "$top" && $py -m reports.gate "$@"); }
 
-if make_set "$tmp/aa" ab 1.0 old new old new; then
-	out=$(gate ab "$tmp/aa" --junit "$tmp/aa.xml" 2>&1)
-	rc=$?
-	if [ $rc = 0 ] && echo "$out" | grep -q "no slowdown of NEW"; then
-		ok "bench-ab: an A/A pair passes"
-	else
-		bad "bench-ab A/A: exit $rc: $out"
+# ab_case NAME SCALE RC SAYS JUNIT: an ab set whose NEW boots cost SCALE
+# times the CPU per MiB on the per-extent arm; reports.gate ab must exit
+# RC, say SAYS, and write a JUnit file that has JUNIT
+ab_case() {
+	local name=$1 out rc
+	if ! make_set "$tmp/$name" ab "$2" old new old new; then
+		bad "cannot make the synthetic set $name"
+		return
 	fi
-	grep -q 'failures="0"' "$tmp/aa.xml" && ok "bench-ab A/A: JUnit without failures" ||
-		bad "bench-ab A/A JUnit: $(cat "$tmp/aa.xml")"
-else
-	bad "cannot make the synthetic A/A set"
-fi
-if make_set "$tmp/slow" ab 1.2 old new old new; then
-	out=$(gate ab "$tmp/slow" --junit "$tmp/slow.xml" 2>&1)
+	out=$(gate ab "$tmp/$name" --junit "$tmp/$name.xml" 2>&1)
 	rc=$?
-	if [ $rc = 1 ] && echo "$out" | grep -q "NEW is slower"; then
-		ok "bench-ab: a 20% costlier per-extent arm in NEW is flagged: $(echo "$out" | grep -m1 REGRESSION)"
+	if [ $rc = "$3" ] && echo "$out" | grep -q "$4"; then
+		ok "bench-ab $name: exit $rc: $(echo "$out" | grep -m1 'gate: \(ok\|REGRESSION\)')"
 	else
-		bad "bench-ab slowdown: exit $rc: $out"
+		bad "bench-ab $name: exit $rc, want $3 and '$4': $out"
 	fi
-	grep -q '<failure' "$tmp/slow.xml" && ok "bench-ab slowdown: JUnit has the failure" ||
-		bad "bench-ab slowdown JUnit: $(cat "$tmp/slow.xml")"
-else
-	bad "cannot make the synthetic slowdown set"
-fi
+	grep -q "$5" "$tmp/$name.xml" && ok "bench-ab $name: JUnit has '$5'" ||
+		bad "bench-ab $name JUnit: $(cat "$tmp/$name.xml")"
+}
+ab_case aa 1.0 0 "no slowdown of NEW" 'failures="0"'
+ab_case slow 1.2 1 "NEW is slower" '<failure'
 
 # the nightly check refuses a baseline of another environment (exit 2)
 ok_sets=()
@@ -133,6 +127,6 @@ if [ "${BENCH_AB_VM:-0}" = 1 ]; then
 	done
 fi
 
-[ $fails = 0 ] && echo "bench-ab: all checks passed" && exit 0
+[ "${fails:-0}" = 0 ] && echo "bench-ab: all checks passed" && exit 0
 echo "bench-ab: $fails check(s) failed"
 exit 1
