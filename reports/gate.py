@@ -799,6 +799,21 @@ def junit(path, suite, calls, skipped_reason=None):
 
 # ----------------------------------------------------------------- main
 
+def _warn(warnings):
+    for w in warnings:
+        print(f"gate: warning: {w}", file=sys.stderr)
+
+
+def _conclude(calls, junit_path, suite, bad_text, good_text):
+    """JUnit if asked, the last line, and the exit status (1 on a
+    regression) of check and ab."""
+    if junit_path:
+        junit(junit_path, suite, calls)
+    bad = [c.phase for c in calls if c.status == "regression"]
+    print("gate: " + (f"{bad_text} {', '.join(bad)}" if bad else good_text))
+    return 1 if bad else 0
+
+
 def _print_calls(calls):
     for c in calls:
         mark = {"regression": "REGRESSION", "faster": "faster",
@@ -864,24 +879,18 @@ def main(argv=None):
             base = read_baseline(args.baseline)
             st = load_set(args.set_dir)
             calls, warnings = check(st, base)
-            for w in warnings:
-                print(f"gate: warning: {w}", file=sys.stderr)
+            _warn(warnings)
             print(f"gate: nightly {st.name} against {args.baseline} "
                   f"({base['ratio']}, guest CPU per MiB)")
             _print_calls(calls)
             print(f"gate: {fa_text(base)}")
-            if args.junit:
-                junit(args.junit, f"bench-check.{st.workload}", calls)
-            bad = [c.phase for c in calls if c.status == "regression"]
-            print("gate: " + (f"REGRESSION in {', '.join(bad)}" if bad
-                              else "pass"))
-            return 1 if bad else 0
+            return _conclude(calls, args.junit, f"bench-check.{st.workload}",
+                             "REGRESSION in", "pass")
         if args.cmd == "ab":
             base = read_baseline(args.baseline) if args.baseline else None
             st = load_set(args.set_dir)
             calls, warnings = ab(st, base, floor_pct=args.floor_pct)
-            for w in warnings:
-                print(f"gate: warning: {w}", file=sys.stderr)
+            _warn(warnings)
             if warnings:
                 base = None
             print(f"gate: bench-ab {st.name}: {len(st.boots_of('old'))} "
@@ -895,12 +904,9 @@ def main(argv=None):
                   f"{fam:g}% false alarms per comparison, all phases "
                   "together" + (f"; the nightly's: {fa_text(base)}"
                                 if base else ""))
-            if args.junit:
-                junit(args.junit, f"bench-ab.{st.workload}", calls)
-            bad = [c.phase for c in calls if c.status == "regression"]
-            print("gate: " + (f"NEW is slower in {', '.join(bad)}" if bad
-                              else "no slowdown of NEW beyond the floor"))
-            return 1 if bad else 0
+            return _conclude(calls, args.junit, f"bench-ab.{st.workload}",
+                             "NEW is slower in",
+                             "no slowdown of NEW beyond the floor")
         if args.cmd == "power":
             base = read_baseline(args.baseline)
             if args.md:
