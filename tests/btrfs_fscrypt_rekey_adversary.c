@@ -51,7 +51,9 @@
  * EXDEV and the like across a key boundary are expected and only counted.
  * Failures during the run: a listed name that is neither a name of the
  * test nor a no-key name (a name decrypted with a wrong key), a file or
- * symlink target that reads back different from its model, EIO or EUCLEAN
+ * symlink target that reads back different from its model (a symlink
+ * target in its no-key form only while the keys task has a key out:
+ * fscrypt's answer when it cannot set up the symlink's key), EIO or EUCLEAN
  * from any operation, a rekey error other than EBUSY and ENOKEY, a snapshot
  * error other than EBUSY, a task that dies or hangs.  The parent reads
  * /dev/kmsg all along ("Transaction aborted", "forced readonly", "BTRFS
@@ -232,7 +234,14 @@ struct shared {
 	unsigned long long moved[4];	/* dirs, names, symlinks, files */
 	long long rekey_ms_total, rekey_ms_max;
 	long rmkey_busy, rmkey_others;
-	long names_good, names_nokey, names_garbage;
+	/*
+	 * Odd from just before the keys task removes a key until it has added
+	 * it back: while a key is out, or its removal is incomplete (files
+	 * busy), a symlink set up then has no key and reads back in its no-key
+	 * form.
+	 */
+	unsigned int keys_out_seq;
+	long names_good, names_nokey, names_garbage, readlinks_nokey;
 	long reads_compared, mismatches;
 	long failures;
 	char msg[NFAILMSG][288];
@@ -1092,11 +1101,28 @@ static void op_symlink(struct wctx *w)
 	memcpy(f->data, target, f->len);
 }
 
+/*
+ * A readlink of @n bytes into w->buf that is a no-key form, while a key was
+ * out at some time between the keys task's @seq0 (read before the lookup)
+ * and now: fscrypt's answer for a symlink whose key it cannot set up, even
+ * when the name was looked up in plaintext (its directory, held busy, keeps
+ * its key through an incomplete removal).  Outside such a window a no-key
+ * form is a failure.
+ */
+static int nokey_form_while_key_out(struct wctx *w, unsigned int seq0, ssize_t n)
+{
+	unsigned int seq1 = __atomic_load_n(&S->keys_out_seq, __ATOMIC_SEQ_CST);
+
+	w->buf[n] = '\0';
+	return nokey_name((const char *)w->buf) && ((seq0 & 1) || seq1 != seq0);
+}
+
 static void op_readlink(struct wctx *w)
 {
 	const struct sent *s = NULL;
 	struct mfile *f = NULL;
 	const char *path;
+	unsigned int seq;
 	ssize_t n;
 
 	if (rn(w, 10) < 3) {
@@ -1110,9 +1136,14 @@ static void op_readlink(struct wctx *w)
 			return;
 		path = f->name[0];
 	}
+	seq = __atomic_load_n(&S->keys_out_seq, __ATOMIC_SEQ_CST);
 	n = readlinkat(w->base, path, (char *)w->buf, FMAX);
 	if (count_as(w->name, OP_READLINK, n, errno))
 		return;
+	if (n > 0 && n < FMAX && nokey_form_while_key_out(w, seq, n)) {
+		bump(&S->readlinks_nokey);
+		return;
+	}
 	if (s)
 		compare(w, s->rel, (const unsigned char *)s->target, strlen(s->target), w->buf, n);
 	else
@@ -1308,6 +1339,7 @@ static void keys_loop(struct wctx *w)
 		memset(&arg, 0, sizeof(arg));
 		arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
 		memcpy(arg.key_spec.u.identifier, ids[k], FSCRYPT_KEY_IDENTIFIER_SIZE);
+		__atomic_fetch_add(&S->keys_out_seq, 1, __ATOMIC_SEQ_CST);
 		r = ioctl(w->base, all ? FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS :
 			  FS_IOC_REMOVE_ENCRYPTION_KEY, &arg);
 		e = errno;
@@ -1320,6 +1352,7 @@ static void keys_loop(struct wctx *w)
 		lab_sleep_ms(200 + rn(w, 1000));
 		r = add_key_fd(w->base, k);
 		count_as(w->name, OP_ADDKEY, r, errno);
+		__atomic_fetch_add(&S->keys_out_seq, 1, __ATOMIC_SEQ_CST);
 	}
 }
 
@@ -2221,6 +2254,7 @@ static void write_figures(double secs, long ops, long tried, const struct vstats
 	fprintf(f, "live_failures\t%ld\n", S->failures);
 	fprintf(f, "garbage_names\t%ld\n", S->names_garbage);
 	fprintf(f, "mismatches\t%ld\n", S->mismatches);
+	fprintf(f, "readlinks_nokey\t%ld\n", S->readlinks_nokey);
 	fprintf(f, "kmsg_bad\t%ld\n", kmsg_bad);
 	fprintf(f, "aborts\t%ld\n", kmsg_aborts);
 	fprintf(f, "went_ro\t%d\n", went_ro);
@@ -2389,8 +2423,9 @@ int main(int argc, char **argv)
 	ops = print_counts();
 	printf("key removals: %ld left files busy, %ld left other users' claims\n", S->rmkey_busy,
 	       S->rmkey_others);
-	printf("names listed: %ld of the test, %ld no-key, %ld neither; %ld reads compared, %ld mismatches\n",
-	       S->names_good, S->names_nokey, S->names_garbage, S->reads_compared, S->mismatches);
+	printf("names listed: %ld of the test, %ld no-key, %ld neither; %ld reads compared, %ld mismatches; %ld readlinks in the no-key form while a key was out\n",
+	       S->names_good, S->names_nokey, S->names_garbage, S->reads_compared, S->mismatches,
+	       S->readlinks_nokey);
 	CHECK(S->rekeys_done > 0 || went_ro, "no rekey completed in %.0f s", ran);
 	CHECK(S->failures == 0, "%ld failures during the run (the first ones above and below)",
 	      S->failures);

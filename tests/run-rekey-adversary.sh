@@ -29,9 +29,10 @@
 # Writes to the report directory:
 #   figures.tsv   the test's figures (seed, seconds, rekeys_completed,
 #                 rekeys_tried, rekeys_busy, rekeys_enokey, ops,
-#                 live_failures, garbage_names, mismatches, kmsg_bad, aborts,
-#                 went_ro, names_checked, disk_errors, files_checked,
-#                 files_bad, check_clean, failures) and splats (kernel
+#                 live_failures, garbage_names, mismatches,
+#                 readlinks_nokey, kmsg_bad, aborts, went_ro,
+#                 names_checked, disk_errors, files_checked, files_bad,
+#                 check_clean, failures) and splats (kernel
 #                 splats on the console, vm-images/console-check.sh)
 #   summary.md    the figures, the operations by result, the failures and
 #                 kernel log lines, the verdict; also printed
