@@ -52,7 +52,13 @@ start_epoch=$(date +%s)
 runs=${RUNS:-$build/runs}
 run=$runs/test-$stamp
 job=$build/jobs/test
+# The main boot's budgets (tests/README.md, "Time budgets"): the whole
+# boot TIMEOUT and each test TEST_BUDGET seconds, both times the machine's
+# slowdown, which the boot measures as its time to its first test over
+# BOOT_REF (vm-images/run-vm.sh --boot-ref).
 TIMEOUT=${TIMEOUT:-2400}
+TEST_BUDGET=${TEST_BUDGET:-1200}
+BOOT_REF=${BOOT_REF:-15}
 TAIL_LINES=50	# of a failed or skipped test's log in the result files
 
 passed=0 failed=0 skipped=0
@@ -351,7 +357,8 @@ if [ "$main_boot" = 1 ]; then
 	echo "== guest tests: debug kernel, one boot (log: $run/console.log)"
 	start=$(date +%s)
 	"$top/vm-images/run-vm.sh" --kernel "$kernel" --job "$job" --out "$run" \
-		--scratch 1G --scratch 1G --timeout "$TIMEOUT" ${ONLY:+--lab-args "$ONLY"}
+		--scratch 1G --scratch 1G --timeout "$TIMEOUT" --boot-ref "$BOOT_REF" \
+		--test-budget "$TEST_BUDGET" ${ONLY:+--lab-args "$ONLY"}
 	vm_rc=$?
 	echo "== guest run took $(( $(date +%s) - start ))s"
 	guest_report "${expected[@]}"

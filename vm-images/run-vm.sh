@@ -18,7 +18,17 @@
 #                    (echo b > /proc/sysrq-trigger) right after printing a
 #                    line LAB-CRASH-NOW on the console; no results come back.
 #                    That is then the success case (see exit status)
-#   --timeout SEC    hard limit for the whole run (default 1800)
+#   --timeout SEC    limit for the whole run (default 1800); with
+#                    --boot-ref, times the machine's slowdown
+#   --boot-ref SEC   how long the boot takes to its LAB-JOB-START line on an
+#                    idle machine: the run measures its own time to that
+#                    line and calls the ratio, between 1 and 4, the
+#                    machine's slowdown (a busy host gives a slow pass
+#                    rather than a timeout); recorded in run.info
+#   --test-budget SEC  a test may run SEC seconds (times the slowdown) from
+#                    its LAB-TEST-START line to its end line (LAB-TEST
+#                    <status> or LAB-TEST-END); over that, the run is
+#                    killed (status 3) and the verdict names the test
 #   --accel MODE     auto|kvm|tcg|icount (default: $ACCEL or auto)
 #   --cpus N --mem MB
 #   --append ARGS    extra kernel command line
@@ -41,6 +51,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
 kernel='' job='' out='' root=$top/build/root.img timeout=1800 accel=${ACCEL:-auto}
+boot_ref='' test_budget=''
 cpus=2 mem=3072 append='' lab_args='' shell=0 scratch=() expect_crash=0
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 5; }
 die() { echo "run-vm.sh: error: $*" >&2; [ -n "$out" ] && [ -d "$out" ] && echo "setup error: $*" >"$out/verdict"; exit 5; }
@@ -54,6 +65,8 @@ while [ $# -gt 0 ]; do
 	--scratch-file) scratch+=("file:$2"); shift ;;
 	--expect-crash) expect_crash=1 ;;
 	--timeout) timeout=$2; shift ;;
+	--boot-ref) boot_ref=$2; shift ;;
+	--test-budget) test_budget=$2; shift ;;
 	--accel) accel=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
 	--mem) mem=$2; shift ;;
@@ -66,11 +79,16 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$kernel" ] && [ -n "$out" ] || usage
+for v in "$timeout" $boot_ref $test_budget; do
+	case $v in
+	'' | *[!0-9]* | 0) die "--timeout, --boot-ref and --test-budget take a whole number of seconds above 0 (got '$v')" ;;
+	esac
+done
 [ -f "$kernel" ] || die "kernel $kernel not found (make kernel)"
 [ -f "$root" ] || die "root image $root not found (make image)"
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/results" "$out/disks" "$out/verdict"
+rm -rf "$out/results" "$out/disks" "$out/verdict" "$out/watchdog"
 mkdir -p "$out/results" "$out/disks"
 
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -202,6 +220,8 @@ console=$out/console.log
 	echo "kernel=$kernel"
 	[ -f "$kernel.info" ] && sed 's/^/kernel_/' "$kernel.info"
 	echo "timeout_s=$timeout"
+	echo "boot_ref_s=$boot_ref"
+	echo "test_budget_s=$test_budget"
 	# what a comparison of runs must hold equal (reports/gate.py refuses
 	# to compare runs whose environments differ)
 	echo "qemu_version=$(qemu-system-x86_64 --version | head -n1 | awk '{ print $4 }')"
@@ -211,9 +231,72 @@ console=$out/console.log
 	echo "root_image_sha256=$(root_identity)"
 	printf 'qemu_cmdline='; printf '%q ' "${qemu[@]}"; echo
 } >"$out/run.info"
-echo "[vm] booting $(basename "$kernel") accel=$accel cpus=$cpus mem=${mem}M timeout=${timeout}s; console: $console"
+budget="timeout=${timeout}s"
+[ -n "$boot_ref" ] && budget+=" x slowdown (boot ${boot_ref}s = 1)"
+[ -n "$test_budget" ] && budget+=", ${test_budget}s per test"
+echo "[vm] booting $(basename "$kernel") accel=$accel cpus=$cpus mem=${mem}M $budget; console: $console"
 
 # --- run ------------------------------------------------------------------------
+
+# The machine's slowdown is measured by the boot itself, never assumed
+# above this: a run that needs more is a hang, not a slow machine.
+SLOWDOWN_MAX=4
+
+# slowdown_of BOOT_S: BOOT_S / boot_ref, between 1 and SLOWDOWN_MAX, with
+# two decimals (bash has integers only: hundredths).
+slowdown_of() {
+	local h=100
+	[ -n "$boot_ref" ] && h=$(($1 * 100 / boot_ref))
+	[ "$h" -lt 100 ] && h=100
+	[ "$h" -gt $((SLOWDOWN_MAX * 100)) ] && h=$((SLOWDOWN_MAX * 100))
+	echo "$h"
+}
+
+# Kill QEMU (pid $1, the timeout(1) that runs it) when the whole run or the
+# running test is over its budget times the slowdown; the reason goes to
+# $out/watchdog for the verdict. Polls the console every 2 s.
+watchdog() {
+	local qpid=$1 now boot_s='' h=100 line cur='' cur_t=0 limit
+	while kill -0 "$qpid" 2>/dev/null; do
+		sleep 2
+		now=$(($(date +%s) - start))
+		if [ -z "$boot_s" ] && grep -aq '^LAB-JOB-START' "$console"; then
+			boot_s=$now
+			h=$(slowdown_of "$boot_s")
+			{
+				echo "boot_to_job_s=$boot_s"
+				echo "slowdown=$(fmt_h "$h")"
+			} >>"$out/run.info"
+		fi
+		limit=$((timeout * h / 100))
+		if [ "$now" -gt "$limit" ]; then
+			echo "the run took over ${limit}s (--timeout ${timeout}s x slowdown $(fmt_h "$h"))" >"$out/watchdog"
+			break
+		fi
+		[ -n "$test_budget" ] || continue
+		line=$(grep -aE '^LAB-TEST-START |^LAB-TEST-END |^LAB-TEST [A-Z]+ ' "$console" | tail -n 1)
+		case $line in
+		"LAB-TEST-START "*)
+			if [ "${line#LAB-TEST-START }" != "$cur" ]; then
+				cur=${line#LAB-TEST-START }
+				cur_t=$now
+			fi
+			limit=$((test_budget * h / 100))
+			if [ $((now - cur_t)) -gt "$limit" ]; then
+				echo "test $cur ran for over ${limit}s (--test-budget ${test_budget}s x slowdown $(fmt_h "$h"))" >"$out/watchdog"
+				break
+			fi
+			;;
+		*) cur='' ;;
+		esac
+	done
+	if [ -f "$out/watchdog" ]; then
+		kill -TERM "$qpid" 2>/dev/null
+		sleep 5
+		kill -KILL "$qpid" 2>/dev/null
+	fi
+}
+fmt_h() { echo "$(($1 / 100)).$(printf '%02d' $(($1 % 100)))"; }
 
 start=$(date +%s)
 if [ "$shell" = 1 ]; then
@@ -227,7 +310,15 @@ else
 	(tail --pid=$$ -n +1 -F "$console" 2>/dev/null |
 		grep --line-buffered -E '^LAB-(TEST|PROGRESS|JOB)' | sed -u 's/^/[vm] /') &
 	ticker=$!
-	timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$console" </dev/null
+	if [ -n "$boot_ref$test_budget" ]; then
+		# the watchdog enforces the scaled limits; this one only backs it up
+		timeout -k 10 $((timeout * SLOWDOWN_MAX + 60)) "${qemu[@]}" -serial "file:$console" </dev/null &
+		qpid=$!
+		watchdog "$qpid"
+		wait "$qpid"
+	else
+		timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$console" </dev/null
+	fi
 	rc=$?
 	sleep 0.5
 	pkill -P $ticker 2>/dev/null
@@ -246,6 +337,12 @@ tar -xf "$results" -C "$out/results" 2>/dev/null
 verdict() { echo "$2" >"$out/verdict"; echo "[vm] $2"; exit "$1"; }
 
 splats=$("$here/console-check.sh" "$console")
+if [ -f "$out/watchdog" ]; then
+	[ -n "$splats" ] && echo "$splats" | sed 's/^/[vm]   /'
+	echo "[vm] the console's last lines:"
+	tail -n 15 "$console" | sed 's/^/[vm]   /'
+	verdict 3 "FAIL: timeout: $(cat "$out/watchdog"); see the end of $console for where it hung"
+fi
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 	[ -n "$splats" ] && echo "$splats" | sed 's/^/[vm]   /'
 	verdict 3 "FAIL: timeout: the run was killed after ${timeout}s (raise --timeout/TIMEOUT=, or look at the end of $console for where it hung)"
