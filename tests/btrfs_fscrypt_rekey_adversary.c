@@ -76,7 +76,9 @@
  * reads back right, every symlink target too.  The verifier is checked
  * first on the fresh tree: it passes, and fails every encrypted name with
  * K1 and K2 swapped (control); the name decryption is checked against
- * fref_encrypt_name().
+ * fref_encrypt_name().  A second control checks that a symlink whose key
+ * is half removed reads back in its no-key form, the one exemption of the
+ * comparisons.
  *
  * REKEY_ADVERSARY_SEED sets the seed (default random; printed),
  * REKEY_ADVERSARY_SKIP=op,op leaves operations out (names as in the final
@@ -2270,6 +2272,56 @@ static void write_figures(double secs, long ops, long tried, const struct vstats
 
 /* ---- main ------------------------------------------------------------------------------------------------------ */
 
+/*
+ * The premise of nokey_form_while_key_out(), checked: with enc.0 held
+ * (O_PATH), removing K1 for all users is incomplete; the symlink, not
+ * held, is evicted, and its name, looked up again in plaintext through
+ * the held directory, gives a symlink without a key, whose readlink is
+ * the no-key form.  With K1 back, the target again.
+ */
+static void nokey_readlink_control(void)
+{
+	struct fscrypt_remove_key_arg arg;
+	const struct sent *s = NULL;
+	char path[PATH_MAX], got[TGT_MAX * 2];
+	ssize_t n, nk;
+	int i, dfd;
+
+	for (i = 0; i < NSENTS && !s; i++)
+		if (sents[i].link && !strncmp(sents[i].rel, sdirs[0], strlen(sdirs[0])) &&
+		    sents[i].rel[strlen(sdirs[0])] == '/')
+			s = &sents[i];
+	if (!s)
+		lab_die("no static symlink in %s", sdirs[0]);
+	PATHF(path, "%s/%s", sv_path, sdirs[0]);
+	dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		lab_die("open %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
+	memset(&arg, 0, sizeof(arg));
+	arg.key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER;
+	memcpy(arg.key_spec.u.identifier, ids[1], FSCRYPT_KEY_IDENTIFIER_SIZE);
+	if (ioctl(probe_fd, FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &arg))
+		lab_die("removing K1 for all users: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+	PATHF(path, "%s/%s", sv_path, s->rel);
+	n = readlink(path, got, sizeof(got) - 1);
+	got[n < 0 ? 0 : n] = '\0';
+	CHECK(arg.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY,
+	      "control: K1 removed with %s held, but not incompletely (flags 0x%x)", sdirs[0],
+	      arg.removal_status_flags);
+	CHECK(n > 0 && nokey_name(got),
+	      "control: with K1 half removed, readlink of %s gave %zd (%s), not a no-key form",
+	      s->rel, n, n < 0 ? strerror(errno) : got);
+	close(dfd);
+	nk = n;
+	if (add_key_fd(probe_fd, 1))
+		lab_die("adding K1 back: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+	n = readlink(path, got, sizeof(got) - 1);
+	CHECK(n == (ssize_t)strlen(s->target) && !memcmp(got, s->target, n),
+	      "control: with K1 back, readlink of %s gave %zd bytes, not its target", s->rel, n);
+	printf("control: a symlink in %s, held, with K1 half removed reads back in its no-key form (%zd bytes), and its target with K1 back\n",
+	       sdirs[0], nk);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lab_fscrypt_fs fs = { .name = "btrfs", .mkfs_cmd = MKFS };
@@ -2353,6 +2405,8 @@ int main(int argc, char **argv)
 	CHECK(vs_ctl.names_bad == NSDIRS - NTOP + NSENTS,
 	      "control: with K1 and K2 swapped, %ld of the %d encrypted names are bad", vs_ctl.names_bad,
 	      NSDIRS - NTOP + NSENTS);
+
+	nokey_readlink_control();
 
 	/* the adversary */
 	kmsg_open();
