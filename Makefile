@@ -57,7 +57,7 @@ endef
 
 help:
 	@echo "make test                    build the debug kernel, image and tests; run them in QEMU"
-	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress rekey-adversary\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [REKEY_ADVERSARY_SECONDS=1800] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
+	@echo "make reliability [PARTS=\"fuzz powercut powercut-rekey keyload stress rekey-adversary logwrites\"] [FUZZ_IMAGES=1000] [POWERCUT_CUTS=100] [KEYLOAD_SECONDS=300] [STRESS_SECONDS=600] [REKEY_ADVERSARY_SECONDS=1800] [FUZZ_REPLAY=bug-dir]  issue #14 reliability figures on the debug kernel (build/reliability/)"
 	@echo "make bench WORKLOAD=NAME     run a benchmark (make bench WORKLOAD=list to list)"
 	@echo "make bench-nightly [WORKLOAD=fragmented] [BOOTS=2]  the nightly: a set of boots of the perf kernel, checked against reports/baselines/WORKLOAD-nightly.json"
 	@echo "make bench-check [WORKLOAD=fragmented]  check its latest nightly set against that baseline again"

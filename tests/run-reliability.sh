@@ -26,6 +26,12 @@
 #                                    write, reflink, remove keys and
 #                                    snapshot; then every name on the
 #                                    device against the OpenSSL model
+#   logwrites tests/run-logwrites.sh an encrypted workload (two master
+#                                    keys, compression, a rekey) recorded
+#                                    with dm-log-writes and replayed to
+#                                    every flush, FUA and mark: fsynced
+#                                    files and names intact, btrfs check
+#                                    clean at each (LOGWRITES_POINTS)
 #
 # Each driver writes <part>/figures.tsv (key TAB value) and exits 0 when the
 # part is clean, 1 when it found a problem, 2 on a setup error. This script
@@ -35,7 +41,7 @@
 #
 # Environment:
 #   RELIABILITY_PARTS  parts to run (default "fuzz powercut powercut-rekey
-#                      keyload stress rekey-adversary")
+#                      keyload stress rekey-adversary logwrites")
 #   RELIABILITY_OUT    run directory (default build/reliability/<date>-<time>,
 #                      linked from build/reliability/latest)
 #   RELIABILITY_JOBS   parts run at once (default 1; each part is one VM
@@ -60,13 +66,14 @@ if [ -n "${FUZZ_REPLAY:-}" ] || [ -n "${FUZZ_REPORT:-}" ]; then
 	exec "$top/tests/run-fuzz.sh"
 fi
 
-all_parts="fuzz powercut powercut-rekey keyload stress rekey-adversary"
+all_parts="fuzz powercut powercut-rekey keyload stress rekey-adversary logwrites"
 declare -A driver=([fuzz]=run-fuzz.sh [powercut]=run-powercut.sh
 	[powercut-rekey]=run-powercut.sh [keyload]=run-keyload.sh
-	[stress]=run-stress.sh [rekey-adversary]=run-rekey-adversary.sh)
+	[stress]=run-stress.sh [rekey-adversary]=run-rekey-adversary.sh
+	[logwrites]=run-logwrites.sh)
 declare -A outvar=([fuzz]=FUZZ_RUN_OUT [powercut]=POWERCUT_OUT
 	[powercut-rekey]=POWERCUT_OUT [keyload]=KEYLOAD_OUT [stress]=STRESS_OUT
-	[rekey-adversary]=REKEY_ADVERSARY_OUT)
+	[rekey-adversary]=REKEY_ADVERSARY_OUT [logwrites]=LOGWRITES_OUT)
 # what a part's driver gets besides its output directory
 declare -A partenv=([powercut-rekey]=POWERCUT_BIN=$build/tests/powercut/btrfs_fscrypt_rekey_powercut)
 
@@ -190,6 +197,19 @@ for p in $parts; do
 			$(num rekey-adversary kmsg_bad) ))
 		[ "$(fig rekey-adversary check_clean)" = 1 ] || bad=$((bad + 1))
 		[ "$(num rekey-adversary rekeys_completed)" != 0 ] || bad=$((bad + 1)) ;;
+	logwrites)
+		what="$(val logwrites entries) log entries replayed, $(val logwrites points_checked) states ($(val logwrites points_mode) points)"
+		checked="$(val logwrites marks_checked) of $(val logwrites marks) marks and $(val logwrites flush_points_checked) flush/FUA points ($(val logwrites flush_points) in the log, $(val logwrites flush_points_merged) the same state as the next, $(val logwrites flush_points_before_mkfs) before mkfs), $(val logwrites files_checked) file checks; btrfs check clean: $(val logwrites check_clean) ($(val logwrites check_runs) runs)"
+		clean="-"
+		lost="$(val logwrites lost) files lost, $(val logwrites name_errors) name errors, $(val logwrites mount_failures) mount failures, $(val logwrites kmsg_bad) bad kernel lines"
+		bad=$(( $(num logwrites lost) + $(num logwrites name_errors) +
+			$(num logwrites mount_failures) + $(num logwrites check_errors) +
+			$(num logwrites kmsg_bad) ))
+		[ "$(fig logwrites check_clean)" = 1 ] || bad=$((bad + 1))
+		if [ "$(num logwrites marks_checked)" = 0 ] ||
+			[ "$(fig logwrites marks_checked)" != "$(fig logwrites marks)" ]; then
+			bad=$((bad + 1))
+		fi ;;
 	esac
 	splats=$(val "$p" splats)
 	src=$(cat "$out/$p.source" 2>/dev/null)
