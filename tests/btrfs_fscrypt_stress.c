@@ -70,6 +70,17 @@
  * find the control file's marker (at least as many times as that file holds
  * it) and an unencrypted name, or the scan is blind and the test fails.
  *
+ * Under test_dummy_encryption (the "encrypt" test configuration,
+ * lab_dummy_encryption()), every directory made below sv's top directory
+ * already has the test policy (fscrypt's test key, new at every boot), so
+ * policies A and B cannot be set there (EEXIST, checked once): the test
+ * policy is taken as the only one, for all four directories, "plain"
+ * included.  Reflinks and renames then never cross policies and no file is
+ * unencrypted, so the generator's cases "across master keys", "EINVAL
+ * encrypted/plain" and "EXDEV" are not required; the control file of the
+ * leak scan (which must be found) is written on a mount without the
+ * option, as no new file is plain under it.  The log says so ("config:").
+ *
  * Figures go to $STRESS_FIGURES (default $RESULTS/stress-figures.tsv, not
  * written if neither is set): seconds, ops, balances, scrubs, scrub_errors,
  * check_errors, leak_hits, control_found, files_checked, mismatches.  A
@@ -124,7 +135,9 @@
 
 enum { D_A_EXT, D_A_INO, D_B_EXT, D_PLAIN, NDIRS };
 static const char *const dir_names[NDIRS] = { "a-ext", "a-ino", "b-ext", "plain" };
-static const int dir_policy[NDIRS] = { 1, 1, 2, 0 };	/* 0: none, 1: A, 2: B */
+/* 0: none, 1: A, 2: B; under test_dummy_encryption all 1, the test key */
+static int dir_policy[NDIRS] = { 1, 1, 2, 0 };
+static int dummy;		/* test_dummy_encryption: see the top */
 
 /* What the mount gives new encrypted files. */
 enum { MM_EXTENT, MM_EXTENT_V1, MM_INODE, NMM };
@@ -399,7 +412,7 @@ static int compare_file(const struct sfile *f, const char *when)
 		return 1;
 	mismatches++;
 	CHECK(0, "%s: %s (%s, %s)", when, why, km_names[f->km],
-	      f->pol == 2 ? "key B" : f->pol ? "key A" : "unencrypted");
+	      dummy ? "test key" : f->pol == 2 ? "key B" : f->pol ? "key A" : "unencrypted");
 	return 0;
 }
 
@@ -1373,6 +1386,43 @@ static void make_markers(void)
 	       tag, enc_marker, ctl_marker, enc_name_pfx, ctl_name_pfx);
 }
 
+/*
+ * Under test_dummy_encryption: @path has the test policy (@want 1: a v2
+ * policy, the same for every directory, on which setting policy A fails
+ * with EEXIST) or none (@want 0: a subvolume's top directory).
+ */
+static void dummy_policy(const char *path, int want)
+{
+	static uint8_t test_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	static int have_id;
+	struct fscrypt_get_policy_ex_arg pa;
+	char hex[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1];
+	int ret, e;
+
+	memset(&pa, 0, sizeof(pa));
+	errno = 0;
+	ret = lab_get_policy_ex(path, &pa);
+	e = errno;
+	if (!want) {
+		EXPECT_ERRNO(ret, e, ENODATA, "the top directory %s is not encrypted", path);
+		return;
+	}
+	if (!EXPECT_OK(ret, e, "the policy of %s", path) ||
+	    !CHECK(pa.policy.version == FSCRYPT_POLICY_V2,
+		   "%s: policy version %u, not 2", path, pa.policy.version))
+		return;
+	if (!have_id) {
+		memcpy(test_id, pa.policy.v2.master_key_identifier, sizeof(test_id));
+		have_id = 1;
+		lab_config_note("%s and the other directories have the test policy (v2, test key %s): it is the test's policy\n",
+				path, lab_hex(hex, test_id, sizeof(test_id)));
+	}
+	CHECK(!memcmp(test_id, pa.policy.v2.master_key_identifier, sizeof(test_id)),
+	      "%s has another key than the test key", path);
+	CHECK_ERRNO(lab_set_policy(path, id_a), EEXIST,
+		    "setting policy A on %s, which has the test policy", path);
+}
+
 static void setup_tree(void)
 {
 	struct btrfs_ioctl_vol_args va;
@@ -1392,8 +1442,18 @@ static void setup_tree(void)
 	close(top);
 	svs[0].used = 1;
 	PATHF(svs[0].name, "sv");
+	if (dummy) {
+		PATHF(path, "%s/sv", mnt);
+		dummy_policy(path, 0);
+	}
 	for (d = 0; d < NDIRS; d++) {
 		dir_path(path, sizeof(path), 0, d);
+		if (dummy) {
+			if (!CHECK_OK(mkdir(path, 0755), "mkdir %s", path))
+				lab_die("cannot make the directories");
+			dummy_policy(path, 1);
+			continue;
+		}
 		if (!CHECK_OK(mkdir(path, 0755), "mkdir %s", path) ||
 		    (dir_policy[d] &&
 		     !CHECK_OK(lab_set_policy(path, dir_policy[d] == 1 ? id_a : id_b),
@@ -1635,6 +1695,12 @@ int main(void)
 
 	lab_random(key_a, sizeof(key_a));
 	lab_random(key_b, sizeof(key_b));
+	dummy = lab_dummy_encryption();
+	if (dummy) {
+		for (i = 0; i < NDIRS; i++)
+			dir_policy[i] = 1;
+		lab_config_note("test_dummy_encryption: the directories a-ext, a-ino, b-ext and plain take the test policy (fscrypt's test key) as their own; keys A and B are added but unused\n");
+	}
 	lab_fscrypt_fs_setup(&btrfs, dev, mnt, NULL, key_a, sizeof(key_a), id_a);
 	extent_keys = access(LAB_BTRFS_EXTENT_KEYS_FEATURE, F_OK) == 0;
 	cur_mm = extent_keys ? MM_EXTENT : MM_INODE;
@@ -1706,9 +1772,12 @@ int main(void)
 	CHECK(sh->scrubs > 0 && sh->scrub_bytes > 0,
 	      "the scrubber got nothing done (%ld scrubs)", sh->scrubs);
 	CHECK(sh->drops > 0, "caches were never dropped");
+	if (dummy)
+		lab_config_note("one policy (the test key) and no plain file: reflinks across master keys, EINVAL (encrypted/plain) and EXDEV renames are not required (%lu, %lu, %lu)\n",
+				reflink_cross_key, reflink_einval, rename_exdev);
 	CHECK(reflink_ok > 0 && (!extent_keys || reflink_eopnotsupp > 0) &&
-	      (!extent_keys || reflink_cross_key > 0) &&
-	      reflink_einval > 0 && rename_exdev > 0,
+	      (dummy || !extent_keys || reflink_cross_key > 0) &&
+	      (dummy || (reflink_einval > 0 && rename_exdev > 0)),
 	      "the generator missed a case: reflinks done %lu (%lu across keys), EINVAL %lu, EOPNOTSUPP %lu; renames refused %lu",
 	      reflink_ok, reflink_cross_key, reflink_einval, reflink_eopnotsupp,
 	      rename_exdev);
@@ -1750,6 +1819,14 @@ int main(void)
 		PATHF(path, "%s/sv/a-ino/%ssentinel-inode", mnt, enc_name_pfx);
 		sentinels += write_marker_file(path, enc_marker, SENTINEL_COPIES);
 		remount_mode(MM_EXTENT);
+	}
+	if (dummy) {
+		/* under the option no new file is plain: a mount without it */
+		lab_config_note("the control file is written on a mount without test_dummy_encryption: under it, no new file is plain\n");
+		if (!CHECK_OK(lab_umount(mnt), "umount") ||
+		    !CHECK_OK(mount(dev, mnt, "btrfs", 0, NULL),
+			      "mount -t btrfs %s %s (without the option)", dev, mnt))
+			lab_die("cannot mount the filesystem without test_dummy_encryption");
 	}
 	PATHF(path, "%s/%scontrol", mnt, ctl_name_pfx);
 	control = write_marker_file(path, ctl_marker, CONTROL_COPIES);

@@ -323,6 +323,34 @@ int lab_mount(const char *dev, const char *mnt, const char *fstype,
 	return 0;
 }
 
+int lab_dummy_encryption(void)
+{
+	const char *o = getenv(LAB_BTRFS_MOUNT_OPTS_ENV);
+	static const char opt[] = "test_dummy_encryption";
+	size_t n, len = sizeof(opt) - 1;
+
+	/* one word of a comma-separated list, with or without "=v2" */
+	while (o && *o) {
+		n = strcspn(o, ",");
+		if (n >= len && !strncmp(o, opt, len) && (n == len || o[len] == '='))
+			return 1;
+		o += n;
+		o += *o == ',';
+	}
+	return 0;
+}
+
+void lab_config_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("config: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
 int lab_umount(const char *mnt)
 {
 	int i, e = 0;

@@ -154,6 +154,23 @@ int lab_mkfs(const char *mkfs_cmd, const char *dev);
 int lab_mount(const char *dev, const char *mnt, const char *fstype,
 	      const char *opts);
 
+/*
+ * Does this run's configuration mount btrfs with test_dummy_encryption
+ * (a word of $LAB_BTRFS_MOUNT_OPTS, as tests/configs/encrypt.conf sets)?
+ * Then every new directory, file and symlink whose parent is not encrypted
+ * gets a v2 policy with fscrypt's test key (a key new at every boot), and
+ * only the top directory of each subvolume stays unencrypted: a test that
+ * sets its own policy either takes the test policy as its own or sets its
+ * policy on a subvolume's top directory, and says so (lab_config_note()).
+ */
+int lab_dummy_encryption(void);
+
+/*
+ * Print "config: <what>" (the caller ends it with a newline): what a test
+ * configuration changed in the test, for its log.
+ */
+void lab_config_note(const char *fmt, ...) LAB_PRINTF(1, 2);
+
 /* sync, then umount(2) @mnt, retrying a few times on EBUSY. */
 int lab_umount(const char *mnt);
 
