@@ -154,6 +154,22 @@
 #define MAX_SAVED_BUGS		20
 
 static const char *dev, *mnt, *save_dev, *out_dir;
+/*
+ * test_dummy_encryption (the "encrypt" configuration, lab_dummy_encryption()):
+ * mkfs.btrfs -O encrypt (lab_mkfs()), and every mount of every image, not
+ * only the pristine one's, has the option (img_opts), so that the test key
+ * is there at each.  Below a subvolume's top directory every new directory
+ * has the test policy, so that the fuzzer's own policies go on the top
+ * directories of subvolumes: key 1 on sv's (enc inherits it, and sv's
+ * control file is under key 1 too), key 2 on the top directory of a
+ * subvolume sv2 at the top level, from whose file k2 the reflink into
+ * sv/enc/xk comes.  The top-level control file is under the test key (no
+ * new file is plain): tree 5 then holds fscrypt items, and is left out of
+ * the mutations so that the control stays undamaged.  The log says so
+ * ("config:").
+ */
+static int dummy;
+static const char *img_opts;	/* the configuration's mount options, or NULL */
 static uint64_t seed;
 static uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 static uint8_t key2_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
@@ -544,6 +560,11 @@ static void encrypted_dir(const char *rel, uint32_t seed, uint8_t *id)
 {
 	char path[PATH_MAX];
 
+	if (dummy) {
+		/* key 1 is on sv's top directory already: @rel inherits it */
+		make_dir(rel);
+		return;
+	}
 	if (lab_add_key(mnt, seed, id))
 		lab_die("add the key of seed %#x: %s", seed, strerror(errno));
 	make_dir(rel);
@@ -560,12 +581,22 @@ static void make_pristine(void)
 	unsigned i;
 
 	printf("== making the pristine filesystem on %s\n", dev);
-	if (run("mkfs.btrfs -q -f -m single -b %s %s", FS_SIZE, dev))
+	if (lab_mkfs("mkfs.btrfs -q -f -m single -b " FS_SIZE, dev))
 		lab_die("mkfs.btrfs failed");
 	if (lab_mount(dev, mnt, "btrfs", "commit=300"))
 		lab_die("mount %s: %s", dev, strerror(errno));
 	put("control", 0, 192 << 10, 0xc0de0001u, 1);
 	lab_btrfs_subvol(mnt, "sv", -1);
+	if (dummy) {
+		lab_config_note("key 1's policy on the top directory of sv (sv/enc and sv/plainctl inherit it), key 2's on the top directory of a subvolume sv2; the top-level control file is under the test key\n");
+		PATHF(rel, "%s/sv", mnt);
+		if (lab_add_key(mnt, KEY_SEED, key_id) || lab_set_policy(rel, key_id))
+			lab_die("key 1's policy on %s: %s", rel, strerror(errno));
+		lab_btrfs_subvol(mnt, "sv2", -1);
+		PATHF(rel, "%s/sv2", mnt);
+		if (lab_add_key(mnt, KEY_SEED2, key2_id) || lab_set_policy(rel, key2_id))
+			lab_die("key 2's policy on %s: %s", rel, strerror(errno));
+	}
 	put("sv/plainctl", 0, 64 << 10, 0xc0de0002u, 1);
 	encrypted_dir("sv/enc", KEY_SEED, key_id);
 	/* key groups (version 2 contexts): three fsynced pieces, three extents */
@@ -612,10 +643,11 @@ static void make_pristine(void)
 	 * a second master key, recorded by sv (key items), whose extents a
 	 * file of the first holds (the walks add both keys)
 	 */
-	encrypted_dir("sv/enc2", KEY_SEED2, key2_id);
-	put("sv/enc2/k2", 0, 8192, 0xe001, 1);
+	if (!dummy)
+		encrypted_dir("sv/enc2", KEY_SEED2, key2_id);
+	put(dummy ? "sv2/k2" : "sv/enc2/k2", 0, 8192, 0xe001, 1);
 	put("sv/enc/xk", 0, 4096, 0xe002, 1);
-	clone("sv/enc2/k2", "sv/enc/xk", 0, 8192, 4096);
+	clone(dummy ? "sv2/k2" : "sv/enc2/k2", "sv/enc/xk", 0, 8192, 4096);
 	commit();
 	/* version 1 contexts */
 	remount("fscrypt_extents_per_key=1");
@@ -812,6 +844,9 @@ static void find_targets(void)
 		struct cand *cd = &cands[ncands];
 
 		if (b[i].level != 0 || !fs_tree(b[i].tree))
+			continue;
+		/* under test_dummy_encryption, the control file's tree */
+		if (dummy && b[i].tree == BTRFS_FS_TREE_OBJECTID)
 			continue;
 		if (braw_map(&fs, b[i].logical, fs.nodesize, phys) != 1)
 			lab_die("leaf %llu: not exactly one copy (the image is made with -m single)",
@@ -1371,7 +1406,7 @@ static void run_image(struct walk *w, int rw, int ctl2)
 
 	r->stage = 1;
 	r->t[1] = now();
-	if (mount(dev, mnt, "btrfs", rw ? 0 : MS_RDONLY, NULL)) {
+	if (mount(dev, mnt, "btrfs", rw ? 0 : MS_RDONLY, img_opts)) {
 		r->mount_err = errno;
 		if (!w->reference) {
 			r->err_by[OP_MOUNT][err_slot(errno)]++;
@@ -1437,7 +1472,7 @@ static void run_image(struct walk *w, int rw, int ctl2)
 		return;
 	/* what the read-write session committed: mount again, read the control */
 	r->post_checked = 1;
-	if (mount(dev, mnt, "btrfs", MS_RDONLY, NULL)) {
+	if (mount(dev, mnt, "btrfs", MS_RDONLY, img_opts)) {
 		r->post_mount_err = errno;
 		return;
 	}
@@ -2560,6 +2595,13 @@ int main(void)
 	mut_mask = (unsigned)env_ul("FUZZ_MUT_MASK", ~0ul);
 	rw_every = (unsigned)env_ul("FUZZ_RW_EVERY", 0);
 	out_dir = getenv("FUZZ_OUT");
+	dummy = lab_dummy_encryption();
+	img_opts = getenv(LAB_BTRFS_MOUNT_OPTS_ENV);
+	if (img_opts && !*img_opts)
+		img_opts = NULL;
+	if (img_opts)
+		lab_config_note("every image is mounted with -o %s%s\n", img_opts,
+				dummy ? ": see the layout below; tree 5 (the top level, whose control file is under the test key) is not mutated" : "");
 	if (!out_dir && getenv("RESULTS")) {
 		PATHF(outbuf, "%s/fuzz", getenv("RESULTS"));
 		out_dir = outbuf;
