@@ -42,6 +42,9 @@
 #                       reports the cuts it made (not a failure)
 #   KERNEL, ROOT        default build/bzImage-6.12-debug, build/root.img
 #   POWERCUT_BIN        default build/tests/powercut/btrfs_fscrypt_powercut
+#   POWERCUT_CONFIG     a test configuration (tests/configs/<name>.conf, e.g.
+#                       encrypt): its mkfs and mount options go to every
+#                       mkfs and btrfs mount of the guest program
 #   ACCEL               auto (kvm if build/kvm-probe says it works, else
 #                       tcg), kvm or tcg
 #
@@ -65,6 +68,7 @@ setup_error() { echo "run-powercut.sh: setup error: $*" >&2; exit 2; }
 kernel=${KERNEL:-$build/bzImage-6.12-debug}
 root=${ROOT:-$build/root.img}
 bin=${POWERCUT_BIN:-$build/tests/powercut/btrfs_fscrypt_powercut}
+config=${POWERCUT_CONFIG:-}
 guest=$top/tests/powercut/guest-powercut.sh
 cuts=${POWERCUT_CUTS:-100}
 seed=${POWERCUT_SEED:-0x14f0002}
@@ -89,6 +93,8 @@ done
 [ -f "$root" ] || setup_error "no root image $root: run make image"
 [ -x "$bin" ] || setup_error "no guest program $bin: run make tests-bin (or make -C tests)"
 [ -f "$guest" ] || setup_error "$guest is missing from the checkout"
+[ -z "$config" ] || [ -f "$top/tests/configs/$config.conf" ] ||
+	setup_error "POWERCUT_CONFIG=$config: no tests/configs/$config.conf"
 command -v qemu-system-x86_64 >/dev/null || setup_error "qemu-system-x86_64 is not installed: run make test once (it installs it), or apt-get install qemu-system-x86"
 case $accel in
 auto)
@@ -112,6 +118,10 @@ out=$(cd "$out" && pwd)
 rm -rf "$out"/boot-* "$out/job"
 mkdir -p "$out/job"
 # The guest runs it as /job/powercut-prog, whichever program it is.
+# A configuration's options: /job/config.conf, read by the guest side.
+if [ -n "$config" ] && ! cp "$top/tests/configs/$config.conf" "$out/job/config.conf"; then
+	setup_error "cannot copy tests/configs/$config.conf into the job"
+fi
 if ! { cp "$bin" "$out/job/powercut-prog" && install -m 0755 "$guest" "$out/job/run" &&
 	tar -cf "$out/job.tar" -C "$out/job" .; }; then
 	setup_error "cannot pack the job into $out/job.tar"
@@ -223,7 +233,7 @@ num() { local v; v=$(vget "$1"); echo "${v:-0}"; }
 
 # ---- the run -------------------------------------------------------------------------
 
-echo "== power cuts: $cuts cuts, seed $seed, kill ${min_ms}-${max_ms} ms after 'working', $(basename "$kernel") under $accel"
+echo "== power cuts: $cuts cuts, seed $seed, kill ${min_ms}-${max_ms} ms after 'working', $(basename "$kernel") under $accel${config:+, configuration $config}"
 echo "   output: $out"
 start=$SECONDS
 declare -a kill_ms boot_start to_working
@@ -397,7 +407,7 @@ selfnote=
 	*) echo "# Power cuts during encrypted writes (issue #14, part 2)" ;;
 	esac
 	echo
-	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(basename "$kernel") (series $(sed -n 's/^series_hash=//p' "$kernel.info" 2>/dev/null)), $accel with $cpus vCPUs, ${mem} MiB; seed $seed; kill ${min_ms}-${max_ms} ms after 'powercut: working'$selfnote."
+	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(basename "$kernel") (series $(sed -n 's/^series_hash=//p' "$kernel.info" 2>/dev/null)), $accel with $cpus vCPUs, ${mem} MiB; seed $seed; kill ${min_ms}-${max_ms} ms after 'powercut: working'$selfnote${config:+; test configuration $config (tests/configs/$config.conf: mkfs and mount options)}."
 	echo
 	echo "Verdict: **$verdict**"
 	echo

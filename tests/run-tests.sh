@@ -10,11 +10,13 @@
 #   tests/run-tests.sh              everything
 #   ONLY=a,b tests/run-tests.sh     only these guest tests, phased ones
 #                                   and the power-cut slices (powercut,
-#                                   powercut_rekey) included (host tests
-#                                   too); the shared boot is left out if
-#                                   ONLY names only phased tests and slices;
-#                                   a test configuration's runs are named
-#                                   test@config (ONLY=config: all of them)
+#                                   powercut_rekey, powercut@encrypt)
+#                                   included (host tests too); the shared
+#                                   boot is left out if ONLY names only
+#                                   phased tests and slices; a test
+#                                   configuration's runs are named
+#                                   test@config (ONLY=config: all of them,
+#                                   powercut@config included)
 #   HOST_TESTS=0                    skip the host-side tests
 #   HOST_TESTS=a,b                  only these host tests (tests/host/a.sh)
 #   GUEST_TESTS=0                   nothing that boots a VM: the cheap
@@ -328,7 +330,7 @@ if [ "$guest" = 1 ]; then
 		main_boot=0
 		for n in ${ONLY//,/ }; do
 			[ -x "$build/tests/phased/$n" ] || [ "$n" = powercut ] ||
-				[ "$n" = powercut_rekey ] || main_boot=1
+				[ "$n" = powercut_rekey ] || [ "$n" = powercut@encrypt ] || main_boot=1
 		done
 	fi
 fi
@@ -388,13 +390,15 @@ done
 
 # A power-cut slice: CUTS cuts with the fixed SEED, its own boots
 # (tests/run-powercut.sh) running the guest program PROGRAM
-# (tests/powercut/PROGRAM.c); WHAT says what the cuts hit, if not just writes.
-powercut_slice() { # name cuts seed program [what]
+# (tests/powercut/PROGRAM.c); WHAT says what the cuts hit, if not just writes;
+# CONFIG names a test configuration (tests/configs/CONFIG.conf) whose mkfs
+# and mount options the guest program gets.
+powercut_slice() { # name cuts seed program [what] [config]
 	local name=$1 out=$run/$1 log=$run/$1.log tstart rc secs
-	echo "== $name: $2 power cuts${5:+ $5} (log: $log)"
+	echo "== $name: $2 power cuts${5:+ $5}${6:+ in the configuration $6} (log: $log)"
 	tstart=$(date +%s)
 	POWERCUT_CUTS=$2 POWERCUT_SEED=$3 POWERCUT_OUT=$out \
-		POWERCUT_BIN=$build/tests/powercut/$4 \
+		POWERCUT_BIN=$build/tests/powercut/$4 POWERCUT_CONFIG=${6:-} \
 		"$top/tests/run-powercut.sh" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - tstart ))
@@ -414,6 +418,12 @@ fi
 # with a fixed seed, the same driver with the rekey guest program.
 if [ "$guest" = 1 ] && selected powercut_rekey; then
 	powercut_slice powercut_rekey 2 0x24f0002 btrfs_fscrypt_rekey_powercut "during rekeys"
+fi
+
+# The power-cut slice in the encrypt configuration (mkfs.btrfs -O encrypt,
+# test_dummy_encryption; issue #36): 2 cuts, the seed of the powercut slice.
+if [ "$guest" = 1 ] && { selected powercut@encrypt || selected encrypt; }; then
+	powercut_slice powercut@encrypt 2 0x14f0002 btrfs_fscrypt_powercut "" encrypt
 fi
 
 [ "$guest" = 1 ] && host_tests late

@@ -260,6 +260,18 @@ static struct pcut_log plog = PCUT_LOG_INIT(PC_HDR_MAGIC, PC_HDR_VERSION, PC_REC
 static const char *dev, *dev2, *mnt;
 static char sv_path[PATH_MAX], enc_path[PATH_MAX], snaps_path[PATH_MAX];
 static char dir_path[PC_DIRS][PATH_MAX];
+/*
+ * test_dummy_encryption (the "encrypt" configuration, lab_dummy_encryption()):
+ * everything new below a subvolume's top directory gets fscrypt's test key,
+ * which is new at every boot, so that what it encrypted is unreadable after
+ * a cut.  The workload keeps its own key: its policy goes on sv's top
+ * directory (never encrypted by the option), and enc inherits it; snaps is
+ * a subvolume, not a directory (a directory there would have the test
+ * policy, and no subvolume is created in an encrypted directory).  No inode
+ * of the workload is under the test key; without the key, sv itself lists
+ * one no-key name (of enc).
+ */
+static int pc_dummy;
 
 /* ---- small helpers ----------------------------------------------------------- */
 
@@ -1021,7 +1033,7 @@ static void pc_check_snaps(struct pc_stats *st, struct pc_model *md, uint64_t ru
 static void pc_check_nokey(struct pc_stats *st, const struct pc_model *md, uint64_t run_id)
 {
 	struct pc_names nm, sub;
-	char path[PATH_MAX];
+	char path[PATH_MAX], nokey_enc[PATH_MAX];
 	struct dirent *de;
 	uint32_t e;
 	long n = 0, k;
@@ -1040,14 +1052,35 @@ static void pc_check_nokey(struct pc_stats *st, const struct pc_model *md, uint6
 		}
 		snprintf(sub.name[sub.n++], sizeof(sub.name[0]), "%c", 'a' + (int)e);
 	}
-	k = pc_check_dir(st, enc_path, &sub, 1);
+	PATHF(nokey_enc, "%s", enc_path);
+	if (pc_dummy) {
+		/* the policy is on sv: enc's own name is a no-key name */
+		struct pc_names encname = { 0 };
+
+		encname.cap = 1;
+		encname.name = calloc(1, sizeof(*encname.name));
+		if (!encname.name)
+			lab_die("out of memory");
+		snprintf(encname.name[encname.n++], sizeof(encname.name[0]), "enc");
+		k = pc_check_dir(st, sv_path, &encname, 1);
+		if (k != 1)
+			pc_err(st, "%s without the key: %ld entries, expected 1", sv_path, k);
+		free(encname.name);
+		d = opendir(sv_path);
+		while (d && (de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				lab_pathf(nokey_enc, sizeof(nokey_enc), "%s/%s", sv_path, de->d_name);
+		if (d)
+			closedir(d);
+	}
+	k = pc_check_dir(st, nokey_enc, &sub, 1);
 	if (k != PC_DIRS)
-		pc_err(st, "%s without the key: %ld entries, expected %d", enc_path, k, PC_DIRS);
-	d = opendir(enc_path);
+		pc_err(st, "%s without the key: %ld entries, expected %d", nokey_enc, k, PC_DIRS);
+	d = opendir(nokey_enc);
 	while (d && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		lab_pathf(path, sizeof(path), "%s/%s", enc_path, de->d_name);
+		lab_pathf(path, sizeof(path), "%s/%s", nokey_enc, de->d_name);
 		k = pc_check_dir(st, path, &nm, 1);
 		n += k > 0 ? k : 0;
 	}
@@ -1848,7 +1881,14 @@ static void pc_mkfs(uint32_t seed)
 			     hdr.key, sizeof(hdr.key), hdr.key_id);
 	mnt_fd = pc_open_dir(mnt);
 	pc_subvol_create("sv");
-	if (mkdir(snaps_path, 0755) || mkdir(enc_path, 0755) ||
+	if (pc_dummy) {
+		pc_subvol_create("snaps");
+		lab_config_note("the policy is set on %s (a subvolume's top directory, which test_dummy_encryption leaves unencrypted) and %s inherits it; %s is a subvolume\n",
+				sv_path, enc_path, snaps_path);
+		if (lab_set_policy(sv_path, hdr.key_id) || mkdir(enc_path, 0755))
+			lab_die("the policy on %s, then %s: " LAB_ERR_FMT, sv_path, enc_path,
+				LAB_ERR_ARGS(errno));
+	} else if (mkdir(snaps_path, 0755) || mkdir(enc_path, 0755) ||
 	    lab_set_policy(enc_path, hdr.key_id))
 		lab_die("making %s and the encrypted %s: " LAB_ERR_FMT, snaps_path, enc_path,
 			LAB_ERR_ARGS(errno));
@@ -2114,5 +2154,9 @@ int main(int argc, char **argv)
 	dev2 = lab_env("SCRATCH_DEV2");
 	mnt = lab_env("SCRATCH_MNT");
 	pc_paths();
+	pc_dummy = lab_dummy_encryption();
+	if (pc_dummy)
+		lab_config_note("test_dummy_encryption (its test key is new at every boot): the workload keeps its own key, with its policy on %s; no inode is under the test key\n",
+				sv_path);
 	return pcut_main(argc, argv, pc_verify, pc_work);
 }

@@ -17,6 +17,16 @@ export SCRATCH_DEV=/dev/vdd SCRATCH_DEV2=/dev/vde SCRATCH_MNT=/mnt/scratch
 bin=/job/powercut-prog
 mkdir -p "$SCRATCH_MNT" "$RESULTS"
 
+# A test configuration (tests/configs/<name>.conf, POWERCUT_CONFIG of
+# tests/run-powercut.sh): its mkfs and mount options for the program's
+# lab_mkfs() and lab_mount().
+if [ -f /job/config.conf ]; then
+	# shellcheck disable=SC1091 # a data file of tests/configs/, copied in
+	. /job/config.conf
+	export LAB_BTRFS_MKFS_OPTS=${BTRFS_MKFS_OPTS:-} LAB_BTRFS_MOUNT_OPTS=${BTRFS_MOUNT_OPTS:-}
+	echo "powercut: configuration: mkfs.btrfs options '$LAB_BTRFS_MKFS_OPTS', btrfs mount options '$LAB_BTRFS_MOUNT_OPTS'" >/dev/console
+fi
+
 IFS=: read -r what seed cut <<<"${LAB_ARGS:-}"
 case $what in
 first | cycle | last | last-selfcheck) ;;
