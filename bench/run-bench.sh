@@ -309,7 +309,7 @@ if [ $rc != 0 ]; then
 fi
 
 echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writing the report"
-# The run model (reports/runmodel.py) reads what the guest recorded; the
+# reports/collect.py reads what the guest recorded into a run; the
 # reports package is imported from the top of the clone.
 cd "$top" || die "cannot cd to $top"
 /usr/bin/python3 -m reports.collect "$vm" "$job" "$run" || die "could not collect the results of $vm"

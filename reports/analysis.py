@@ -9,9 +9,6 @@ import os
 
 from reports import labstats as L
 from reports.fmt import fmt_ci, isnum
-from reports.runmodel import (
-    arm_absent_reason, arm_order, bins_of, bw_by_rep, phase_direction,
-    run_module, values_by_rep)
 from reports.profiles import (
     derivation_count, key_work, load_profiles, memory_analysis,
     profiled_extents, slab_selection)
@@ -22,6 +19,10 @@ DEFAULT_THRESHOLD = 5.0
 
 # The per-rep metrics every comparison gets a ratio of (labstats.ratio).
 RATIO_METRICS = ("bw_bytes", "cpu_per_mib", "cpu_per_op")
+# What results.json has of each rep (a runmodel.RepValue's fields).
+REP_KEYS = ("file", "direction", "bw_bytes", "iops", "io_bytes", "total_ios",
+            "runtime_ms", "clat_n", "clat_mean_ns", "fio_percentiles_ns",
+            "cpu_s", "cpu_per_mib", "cpu_per_op")
 
 
 def values_ratio(va, vb, metric, threshold, n_keys=("n_a", "n_b")):
@@ -48,38 +49,31 @@ def values_ratio(va, vb, metric, threshold, n_keys=("n_a", "n_b")):
             "dropped": r["dropped"]}
 
 
-def ratio_entry(run, a, b, phase, metric, threshold):
-    """The ratio A/B of one per-rep metric on one phase, arm A's values
-    against arm B's (values_ratio). None when an arm has no value of the
-    metric (no CPU data)."""
-    return values_ratio(values_by_rep(run, a, phase, metric),
-                        values_by_rep(run, b, phase, metric), metric,
-                        threshold)
-
-
-def comparison(run, a, b, label, phase, threshold):
-    """Numbers of one A-vs-B comparison on one phase (see README): the
-    ratio of each per-rep metric (bw: throughput, cpu: CPU cost per MiB,
-    cpu_per_op: per I/O; None without CPU data) and of the latency
-    percentiles."""
-    c = {"a": a, "b": b, "label": label, "phase": phase}
-    reasons = [r for r in (arm_absent_reason(run, a),
-                           arm_absent_reason(run, b)) if r]
+def comparison(run, comp, phase, threshold):
+    """Numbers of one A-vs-B comparison (a runmodel.Comparison) on one
+    phase (see README): the ratio of each per-rep metric (bw: throughput,
+    cpu: CPU cost per MiB, cpu_per_op: per I/O; None without CPU data) and
+    of the latency percentiles."""
+    a, b = comp.a, comp.b
+    c = {"a": a, "b": b, "label": comp.label, "phase": phase}
+    reasons = [r for r in (run.absent_reason(a), run.absent_reason(b)) if r]
     if reasons:
         c.update(status="not measured", reason="; ".join(reasons))
         return c
-    ba, bb = bw_by_rep(run, a, phase), bw_by_rep(run, b, phase)
+    ba, bb = run.values(a, phase, "bw_bytes"), run.values(b, phase,
+                                                          "bw_bytes")
     if not ba or not bb:
         c.update(status="not measured",
                  reason=f"no data for {a if not ba else b} on {phase}")
         return c
-    bw = ratio_entry(run, a, b, phase, "bw_bytes", threshold)
-    c.update(status="measured", n_a=len(ba), n_b=len(bb), bw=bw,
-             cpu=ratio_entry(run, a, b, phase, "cpu_per_mib", threshold),
-             cpu_per_op=ratio_entry(run, a, b, phase, "cpu_per_op",
-                                    threshold),
-             per_rep_ratio=bw["per_rep_ratio"])
-    la, lb = bins_of(run, a, phase), bins_of(run, b, phase)
+    ratios = {m: values_ratio(run.values(a, phase, m),
+                              run.values(b, phase, m), m, threshold)
+              for m in RATIO_METRICS}
+    c.update(status="measured", n_a=len(ba), n_b=len(bb),
+             bw=ratios["bw_bytes"], cpu=ratios["cpu_per_mib"],
+             cpu_per_op=ratios["cpu_per_op"],
+             per_rep_ratio=ratios["bw_bytes"]["per_rep_ratio"])
+    la, lb = run.bins(a, phase), run.bins(b, phase)
     lat_ok = L.ci_supported(len(la), len(lb))
     lat = {}
     for q in PERCENTILES:
@@ -103,33 +97,28 @@ def pct_name(q):
 def analyze_arm(run, arm):
     """Per phase: raw numbers per rep, summaries, merged percentiles."""
     out = {}
-    for phase in run["phases"]:
-        reps = run["data"][arm][phase]
-        merged = L.merge_bins(bins_of(run, arm, phase))
+    for phase in run.phases:
+        reps = run.data[arm][phase]
+        merged = L.merge_bins(run.bins(arm, phase))
         out[phase] = {
-            "direction": phase_direction(run, phase),
-            "reps": {r: {k: d.get(k) for k in
-                         ("file", "direction", "bw_bytes", "iops",
-                          "io_bytes", "total_ios", "runtime_ms", "clat_n",
-                          "clat_mean_ns", "fio_percentiles_ns", "cpu_s",
-                          "cpu_per_mib", "cpu_per_op")}
+            "direction": run.direction(phase),
+            "reps": {r: {k: getattr(d, k) for k in REP_KEYS}
                      for r, d in reps.items()},
-            "bw_bytes": L.summary(d["bw_bytes"] for d in reps.values()),
-            "iops": L.summary(d["iops"] for d in reps.values()),
+            "bw_bytes": L.summary(d.bw_bytes for d in reps.values()),
+            "iops": L.summary(d.iops for d in reps.values()),
             "latency_ns": {pct_name(q): L.percentile_from_bins(merged, q)
                            for q in PERCENTILES},
             "latency_ios": sum(merged.values()),
-            "latency_reps": len(bins_of(run, arm, phase)),
+            "latency_reps": len(run.bins(arm, phase)),
         }
         for m in ("cpu_s", "cpu_per_mib", "cpu_per_op"):
-            out[phase][m] = L.summary(
-                values_by_rep(run, arm, phase, m).values())
+            out[phase][m] = L.summary(run.values(arm, phase, m).values())
     return out
 
 
 def key_mode_of(run, arm):
     """The key mode an arm's definition names (KEY_MODE), or the arm."""
-    return (run["spec"]["arms"].get(arm) or {}).get("KEY_MODE") or arm
+    return run.definition(arm).get("KEY_MODE") or arm
 
 
 def _judge(r, goal, better):
@@ -196,30 +185,29 @@ def verdicts(run, comps):
     the judged read phases. The groupsweep's bounded points get one "not
     judged" line, last."""
     out = []
-    goals = run["goals"]
-    if not run["main"]:
+    goals = run.goals
+    if not run.main:
         return [{"metric": "-", "phase": "-", "status": "not measured",
                  "text": "No comparison in this run's arm definitions: "
                          "nothing to judge."}]
-    a, b = run["main"]
+    a, b = run.main.a, run.main.b
     what = f"{key_mode_of(run, a)} ÷ {key_mode_of(run, b)} ({a}/{b})"
     main = {c["phase"]: c for c in comps if (c["a"], c["b"]) == (a, b)}
     # a workload may judge no phase at all (an empty list, not absent)
-    jp = goals.get("judged_phases")
-    judged = [p for p in (run["phases"] if jp is None else jp) if p in main]
-    bounded = [p for p in goals.get("not_judged_phases") or []
-               if p in run["phases"]]
-    cpu_goal = goals.get("cpu_per_mib_max")
+    jp = goals.judged_phases
+    judged = [p for p in (run.phases if jp is None else jp) if p in main]
+    bounded = [p for p in goals.not_judged_phases if p in run.phases]
+    cpu_goal = goals.cpu_per_mib_max
     # a run without any CPU data is judged as format 2 judged; a run with
     # some gets a "not measured" line for a write phase that lacks it
-    by_cpu = (goals.get("decide") == "cpu_per_mib" and cpu_goal is not None
-              and run["has_cpu"])
-    bw_goal, p99_goal = goals.get("bw_min"), goals.get("p99_max")
+    by_cpu = (goals.decide == "cpu_per_mib" and cpu_goal is not None
+              and run.has_cpu)
+    bw_goal, p99_goal = goals.bw_min, goals.p99_max
     old_label = (" [old metric: this run has no CPU data; decided on "
                  "throughput and p99 latency as format 2 did]")
     for phase in judged:
         c = main[phase]
-        is_read = phase_direction(run, phase) == "read"
+        is_read = run.direction(phase) == "read"
         if by_cpu and (c["status"] != "measured" or c.get("cpu")):
             v = {"metric": "CPU per MiB", "phase": phase, "goal": cpu_goal,
                  "goal_text": f"≤ {cpu_goal}", "decides": True,
@@ -252,7 +240,7 @@ def verdicts(run, comps):
                                     "the old metric judged read phases "
                                     "only)."})
             continue
-        label = old_label if run["format"] >= 3 else (
+        label = old_label if run.format >= 3 else (
             " [old metric: a format-2 run has no CPU data]")
         for metric, key, goal, better in (
                 ("throughput", None, bw_goal, "higher"),
@@ -281,7 +269,7 @@ def verdicts(run, comps):
             out.append(v)
     # why phases are not judged: the workload's module may say
     # (not_judged_text(run, phases)); else a neutral reason
-    why = getattr(run_module(run), "not_judged_text", None)
+    why = getattr(run.module(), "not_judged_text", None)
     if not judged and not bounded:
         out.append({"metric": "-", "phase": "-", "status": "not measured",
                     "text": why(run, []) if why else
@@ -299,18 +287,18 @@ def verdicts(run, comps):
 
 def extent_check(run):
     """Per-rep extent counts of the test file vs min_extents, if recorded."""
-    counts = run["meta"].get("extent_counts")
+    counts = run.extent_counts
     if not isinstance(counts, dict) or not counts:
         return None
-    want = run["meta"].get("min_extents")
+    want = run.min_extents
     out = {}
-    for arm in arm_order(run, counts):
+    for arm in run.ordered(counts):
         v = [x for x in counts[arm] if isinstance(x, (int, float))]
         low = [x for x in v if isinstance(want, (int, float)) and x < want]
         out[arm] = {"counts": v, "median": L.summary(v)["median"],
                     "below_min": low}
         if low:
-            run["warnings"].append(
+            run.warnings.append(
                 f"{arm}: extent count {low} below min_extents={want}: the "
                 "file was less fragmented than the workload asks")
     return {"min_extents": want, "arms": out}
@@ -320,7 +308,7 @@ def analyze(run, threshold):
     """Everything the report says, as one JSON-able dict."""
     res = {
         "format": "fscrypt-lab-report/2",
-        "run": os.path.basename(os.path.normpath(run["dir"])),
+        "run": os.path.basename(os.path.normpath(run.dir)),
         "threshold_pct": threshold,
         "units": {"bw_bytes": "bytes/s", "iops": "I/O per s",
                   "latency_ns": "ns", "cpu_s": "CPU s",
@@ -329,34 +317,33 @@ def analyze(run, threshold):
                   "tables": "MiB/s = 2^20 bytes/s; CPU ms per MiB; CPU "
                             "µs per I/O"},
         # everything below comes from the run directory (its spec)
-        "goals": run["goals"],
-        "analysis": run["analysis"],
-        "comparison_order": [f"{a}/{b}" for a, b, _ in run["comparisons"]],
-        "ratio_definition": run["spec"].get("ratio"),
-        "metrics": run["metrics"],
-        "kernel": run["kernel"],
-        "run_format": run["format"],
-        "spec_notes": run["spec_notes"],
-        "has_cpu": run["has_cpu"],
-        "meta": run["meta"],
+        "goals": run.goals.recorded,
+        "analysis": run.analysis,
+        "comparison_order": [c.name for c in run.comparisons],
+        "ratio_definition": run.spec.get("ratio"),
+        "metrics": run.metrics,
+        "kernel": run.kernel.recorded,
+        "run_format": run.format,
+        "spec_notes": run.spec_notes,
+        "has_cpu": run.has_cpu,
+        "meta": run.meta,
         "arms": {},
     }
-    for arm, spec in run["arms"].items():
-        entry = {"status": spec.get("status"), "spec": spec}
-        if arm in run["measured"]:
-            entry["phases"] = analyze_arm(run, arm)
+    for name, arm in run.arms.items():
+        entry = {"status": arm.status, "spec": arm.recorded}
+        if arm.measured:
+            entry["phases"] = analyze_arm(run, name)
         else:
-            entry["reason"] = run["not_measured"][arm]
-        res["arms"][arm] = entry
-    res["skipped"] = dict(run["not_measured"])
-    res["comparisons"] = [comparison(run, a, b, label, phase, threshold)
-                          for a, b, label in run["comparisons"]
-                          for phase in run["phases"]]
+            entry["reason"] = arm.why_not_measured
+        res["arms"][name] = entry
+    res["skipped"] = run.not_measured
+    res["comparisons"] = [comparison(run, c, phase, threshold)
+                          for c in run.comparisons for phase in run.phases]
     res["verdicts"] = verdicts(run, res["comparisons"])
     res["extent_counts"] = extent_check(run)
     prof = load_profiles(run)
     # folded stacks stay out of results.json (they are written beside it)
-    run["folded"] = {a: e.pop("folded") for a, e in (prof or {}).items()
+    run.folded = {a: e.pop("folded") for a, e in (prof or {}).items()
                      if "folded" in e}
     res["profiles"] = prof
     der = {}
@@ -364,7 +351,7 @@ def analyze(run, threshold):
         for arm, e in prof.items():
             n = derivation_count(e["bpftrace"]) if "bpftrace" in e else None
             if n is None and e.get("bpftrace", {}).get("maps") and \
-                    not run["arms"].get(arm, {}).get("encrypted", True):
+                    arm in run.arms and not run.arms[arm].encrypted:
                 n = 0  # an unencrypted arm traced fine and derived nothing
             # the extents of the file the profiled rep read
             x = profiled_extents(run, arm)
@@ -382,8 +369,8 @@ def analyze(run, threshold):
     slabs = {a: e["slab"] for a, e in (prof or {}).items() if "slab" in e}
     res["slab_caches"] = slab_selection(slabs) if slabs else []
     # the workload's own analysis (its reports/wl_<kind>.py), if any
-    mod = run_module(run)
+    mod = run.module()
     res["workload_kind"] = mod.KIND if mod else None
     res["workload"] = mod.analyze(run, res) if mod else None
-    res["warnings"] = run["warnings"]
+    res["warnings"] = run.warnings
     return res

@@ -152,32 +152,29 @@ class Set:
 
 def identity_of(run):
     """The checked and warned facts of a loaded run."""
-    meta = run["meta"]
-    info = meta.get("run_info") or {}
-    k = meta.get("kernel") or {}
-    rule = (meta.get("order_rule") or {}).get("rule", "fixed")
+    info = run.run_info
     return {
         "accel": str(info.get("accel", "?")),
         "qemu_version": str(info.get("qemu_version", "not recorded")),
         "cpus": str(info.get("cpus", "?")),
-        "prep": str(meta.get("prep", "?")),
-        "arms": " ".join(sorted(a for a, s in meta.get("arms", {}).items()
-                                if s.get("status") == "measured")),
-        "reps": str(meta.get("reps", "?")),
-        "kernel_base": str(M.kernel_base(k) or "?"),
-        "workload": str(meta.get("workload", "?")),
-        "window": str((meta.get("cpu") or {}).get("window", "?")),
+        "prep": str(run.prep or "?"),
+        "arms": " ".join(sorted(run.measured)),
+        "reps": str(run.reps or "?"),
+        "kernel_base": str(run.kernel.base or "?"),
+        "workload": str(run.workload),
+        "window": str(run.cpu.window if run.cpu and run.cpu.window
+                      else "?"),
         "host_cpu_model": str(info.get("host_cpu_model", "not recorded")),
         "root_image_sha256": str(info.get("root_image_sha256",
                                           "not recorded")),
-        "order_rule": rule,
-        "series_hash": str(k.get("series_hash", "?")),
+        "order_rule": run.order_rule,
+        "series_hash": str(run.kernel.series_hash or "?"),
     }
 
 
 def load_boot(run_dir, index=0, label="bench"):
     run = M.load_run(run_dir)
-    if not run["has_cpu"]:
+    if not run.has_cpu:
         raise GateError(f"{run_dir} recorded no CPU time")
     ratios = M.tracked_ratios(run, METRIC)
     if not ratios:
@@ -185,9 +182,9 @@ def load_boot(run_dir, index=0, label="bench"):
     name, phases = next(iter(ratios.items()))
     a, b = name.split("/")
     first = {}
-    for arm, rep in run["meta"].get("order") or []:
+    for arm, rep in run.order:
         if arm in (a, b):
-            first.setdefault(int(rep), "a" if arm == a else "b")
+            first.setdefault(rep, "a" if arm == a else "b")
     out = {}
     for phase, v in phases.items():
         if isinstance(v, str):
@@ -195,14 +192,14 @@ def load_boot(run_dir, index=0, label="bench"):
         pairs = [(math.log(x), first.get(int(r), "")) for r, x
                  in zip(v[0], v[1]) if math.isfinite(x) and x > 0]
         out[phase] = PhaseValue([x for x, _ in pairs], [o for _, o in pairs])
-    info = run["meta"].get("run_info") or {}
+    info = run.run_info
     return Boot(index=index, label=label, run=os.path.basename(run_dir),
                 ratio=name, phases=out, identity=identity_of(run),
-                injected_ns=M.injected_delay_ns(run["meta"]),
+                injected_ns=run.injected_delay_ns,
                 elapsed_s=float(info.get("elapsed_s") or 0),
                 other_vms=float(info.get("host_other_vms_mean") or 0),
                 load1=float(info.get("host_load1_mean") or 0),
-                date=str(run["meta"].get("date", "")))
+                date=str(run.date or ""))
 
 
 def load_set(set_dir):

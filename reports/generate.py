@@ -84,9 +84,7 @@ def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
     plots = make_plots(run, res, out_dir)
     res["plots"] = plots
     doc = build_doc(run, res, threshold, plots)
-    meta = run["meta"]
-    title = (f"Benchmark report: {meta.get('workload', '?')} "
-             f"{meta.get('date', '')}")
+    title = f"Benchmark report: {run.workload} {run.date or ''}"
     with open(os.path.join(out_dir, "summary.md"), "w",
               encoding="utf-8") as f:
         f.write(doc.to_md())
@@ -99,7 +97,7 @@ def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
                   ensure_ascii=False)
         f.write("\n")
     write_junit(os.path.join(out_dir, "verdicts.xml"),
-                f"bench.{meta.get('workload', '?')}", res["verdicts"])
+                f"bench.{run.workload}", res["verdicts"])
     copy_sources(run_dir, out_dir)
     return res
 

@@ -101,7 +101,7 @@ RECORDED = ("bw_bytes", "cpu_per_mib")
 
 def stored_metric(run, metric):
     """The name METRIC of RUN is stored under (see PROCESS_WINDOW)."""
-    window = (run["meta"].get("cpu") or {}).get("window") or "process"
+    window = run.cpu.measured_window if run.cpu else "process"
     if metric.startswith("cpu") and window != "io":
         return metric + PROCESS_WINDOW
     return metric
@@ -196,7 +196,7 @@ def run_points(run):
     phase)."""
     out = []
     metrics = [m for m in RECORDED
-               if not m.startswith("cpu") or run["has_cpu"]]
+               if not m.startswith("cpu") or run.has_cpu]
     for metric in metrics:
         for ci, (name, phases) in enumerate(
                 M.tracked_ratios(run, metric).items()):
@@ -210,8 +210,8 @@ def run_points(run):
                     continue  # no usable sample (0 CPU ticks)
                 lo, hi = ((r["ci_lo"], r["ci_hi"]) if r["ci_supported"]
                           else (None, None))
-                n_a = len(M.values_by_rep(run, a, phase, metric))
-                n_b = len(M.values_by_rep(run, b, phase, metric))
+                n_a = len(run.values(a, phase, metric))
+                n_b = len(run.values(b, phase, metric))
                 out.append((stored_metric(run, metric), name, phase, ord_,
                             r["value"], lo, hi,
                             n_a, n_b, r["not_conclusive"], v[1]))
@@ -221,9 +221,8 @@ def run_points(run):
 def append(run_dir, report_dir=None, path=None):
     """Record RUN_DIR's tracked ratios; returns the number of points."""
     run = M.load_run(run_dir)
-    meta = run["meta"]
-    info = meta.get("run_info") or {}
-    k = run["kernel"] or {}
+    info = run.run_info
+    k = run.kernel
     name = os.path.basename(os.path.normpath(run_dir))
     points = run_points(run)
     with connect(path) as db:
@@ -234,12 +233,11 @@ def append(run_dir, report_dir=None, path=None):
             "injected_lookup_delay_ns, report, kernel_tree_head, "
             "lab_commit, run_kind, qemu_version) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, meta.get("workload", "?"), meta.get("date") or "",
-             info.get("accel"), k.get("release"), k.get("series_hash"),
-             k.get("config_sha256"), meta.get("reps"),
-             M.injected_delay_ns(meta),
+            (name, run.workload, run.date or "",
+             info.get("accel"), k.release, k.series_hash,
+             k.config_sha256, run.reps, run.injected_delay_ns,
              os.path.abspath(report_dir) if report_dir else None,
-             k.get("tree_head"), k.get("lab_commit"), M.run_kind(meta),
+             k.tree_head, k.lab_commit, run.kind,
              info.get("qemu_version")))
         rid = cur.lastrowid
         db.executemany(

@@ -10,7 +10,6 @@ import textwrap
 
 from reports import flame as F
 from reports.fmt import MIB, fmt_count, fmt_ns
-from reports.runmodel import arm_order, phase_direction, run_module
 from reports.profiles import MEMORY_CACHES, hist_total
 from reports.analysis import PERCENTILES, pct_name
 
@@ -21,7 +20,7 @@ def arm_colors(run):
     arms ran)."""
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
-    names = arm_order(run, set(run["arm_order"]) | set(run["arms"]))
+    names = run.ordered(set(run.arm_order) | set(run.arms))
     return {a: palette[i % len(palette)] for i, a in enumerate(names)}
 
 
@@ -53,7 +52,7 @@ def _phase_grid(plt, n, height):
 
 def skipped_note(run, arms=None):
     """"skipped: a, b" for the figure text, or "" (arms: the candidates)."""
-    names = [a for a in run["not_measured"] if arms is None or a in arms]
+    names = [a for a in run.not_measured if arms is None or a in arms]
     return ("not measured (skipped): " + ", ".join(names)) if names else ""
 
 
@@ -61,7 +60,7 @@ def add_skipped_legend(ax, run, arms=None, **kw):
     """The legend, with a gray entry per skipped arm."""
     from matplotlib.patches import Patch
     handles, labels = ax.get_legend_handles_labels()
-    for a in run["not_measured"]:
+    for a in run.not_measured:
         if arms is None or a in arms:
             handles.append(Patch(facecolor="white", edgecolor="gray",
                                  hatch="//"))
@@ -73,8 +72,8 @@ def add_skipped_legend(ax, run, arms=None, **kw):
 def plot_throughput(run, res, out_dir, colors):
     """Median bars, min-max whiskers, one dot per rep; per phase panel."""
     plt = _plt()
-    arms = list(run["arms"])
-    phases = run["phases"]
+    arms = list(run.arms)
+    phases = run.phases
     fig, axlist = _phase_grid(plt, len(phases), 4)
 
     def stats(arm, phase):
@@ -98,9 +97,9 @@ def _bar_panel(ax, run, phase, arms, colors, stats, missing, ylabel):
     and a dot per rep; stats(arm) gives (median, min, max, rep values) in
     the panel's unit, or None (labelled @missing, or "skipped")."""
     for i, arm in enumerate(arms):
-        st = stats(arm) if arm in run["measured"] else None
+        st = stats(arm) if arm in run.measured else None
         if st is None:
-            ax.text(i, 0.05, "skipped" if arm in run["not_measured"]
+            ax.text(i, 0.05, "skipped" if arm in run.not_measured
                     else missing, rotation=90, ha="center",
                     va="bottom", fontsize=9, color="gray",
                     transform=ax.get_xaxis_transform())
@@ -114,7 +113,7 @@ def _bar_panel(ax, run, phase, arms, colors, stats, missing, ylabel):
     ax.set_xticks(range(len(arms)))
     ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(arms) - 0.4)
-    ax.set_title(f"{phase} ({phase_direction(run, phase)})")
+    ax.set_title(f"{phase} ({run.direction(phase)})")
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
@@ -123,11 +122,11 @@ def _bar_panel(ax, run, phase, arms, colors, stats, missing, ylabel):
 def plot_cpu(run, res, out_dir, colors):
     """CPU cost per MiB: median bars, min-max whiskers, one dot per rep;
     per phase panel. None when the run recorded no CPU time."""
-    if not run["has_cpu"]:
+    if not run.has_cpu:
         return None
     plt = _plt()
-    arms = list(run["arms"])
-    phases = run["phases"]
+    arms = list(run.arms)
+    phases = run.phases
     fig, axlist = _phase_grid(plt, len(phases), 4)
 
     def stats(arm, phase):
@@ -151,10 +150,10 @@ def plot_cpu(run, res, out_dir, colors):
 def plot_latency(run, res, out_dir, colors):
     """p50/p99/p99.9 of merged bins per arm, log scale, per phase."""
     plt = _plt()
-    arms = [a for a in run["measured"]]
+    arms = [a for a in run.measured]
     if not arms:
         return None
-    phases = run["phases"]
+    phases = run.phases
     fig, axlist = _phase_grid(plt, len(phases), 4)
     width = 0.8 / len(arms)
     any_data = False
@@ -187,9 +186,9 @@ def plot_latency(run, res, out_dir, colors):
 def against_main_reference(run):
     """The comparisons against the main comparison's reference arm, the
     main one first: (A, B) pairs in the run's comparison order."""
-    if not run["main"]:
+    if not run.main:
         return []
-    return [(a, b) for a, b, _ in run["comparisons"] if b == run["main"][1]]
+    return [(c.a, c.b) for c in run.comparisons if c.b == run.main.b]
 
 
 def plot_main_ratio(run, res, out_dir, colors):
@@ -198,8 +197,8 @@ def plot_main_ratio(run, res, out_dir, colors):
     (btrfs-extent/btrfs-inode, the main one, and e.g.
     btrfs-extent-key/btrfs-inode), side by side per phase."""
     pairs = against_main_reference(run)
-    main_a, main_b = run["main"] or ("?", "?")
-    goals = run["goals"]
+    main_a, main_b = (run.main.a, run.main.b) if run.main else ("?", "?")
+    goals = run.goals
     comps = [c for c in res["comparisons"]
              if (c["a"], c["b"]) in pairs and c["status"] == "measured"]
     plt = _plt()
@@ -210,19 +209,19 @@ def plot_main_ratio(run, res, out_dir, colors):
         return _text_figure(out_dir, "ratio_main.png",
                             f"{main_a} / {main_b} ratio with 95% t-interval "
                             "CI: not measured", reason.replace("; ", "\n"))
-    phases = [p for p in run["phases"] if any(c["phase"] == p
+    phases = [p for p in run.phases if any(c["phase"] == p
                                               for c in comps)]
     shown = [(a, b) for a, b in pairs
              if any((c["a"], c["b"]) == (a, b) for c in comps)]
     width = 0.7 / max(1, len(shown))
     no_ci = False
-    panels = [("bw", goals.get("bw_min"), "≥",
+    panels = [("bw", goals.bw_min, "≥",
                "throughput ratio (geometric mean of per-rep ratios)"),
-              ("p99", goals.get("p99_max"), "≤",
+              ("p99", goals.p99_max, "≤",
                "p99 latency ratio (bins merged over reps)")]
     if any(c.get("cpu") for c in comps):
-        decides = goals.get("decide") == "cpu_per_mib"
-        panels.insert(0, ("cpu", goals.get("cpu_per_mib_max"), "≤",
+        decides = goals.decide == "cpu_per_mib"
+        panels.insert(0, ("cpu", goals.cpu_per_mib_max, "≤",
                           "CPU cost per MiB ratio"
                           + (" (decides the verdict)" if decides else "")))
     fig, axes = plt.subplots(1, len(panels), figsize=(
@@ -352,7 +351,7 @@ def plot_bpftrace_hists(run, profiles, out_dir, colors):
         if not keys:
             if name not in required:
                 continue
-            quiet = [a for a in run["measured"] if a not in per_arm]
+            quiet = [a for a in run.measured if a not in per_arm]
             lines = []
             if quiet:
                 lines.append("profiled, no such event: " + ", ".join(quiet))
@@ -442,24 +441,20 @@ def plot_slab(slabs, caches, out_dir, colors):
 
 def plot_order(run, out_dir, colors):
     """Throughput against run order, to show drift over the run."""
-    order = run["meta"].get("order")
-    if not isinstance(order, list) or not order:
+    if not run.order:
         return None
     plt = _plt()
-    phases = run["phases"]
+    phases = run.phases
     fig, axlist = _phase_grid(plt, len(phases), 3.5)
     seen = False
     for ax, phase in zip(axlist, phases):
         labelled = set()
-        for pos, item in enumerate(order):
-            if not (isinstance(item, list) and len(item) == 2):
-                continue
-            arm, rep = item
-            d = run["data"].get(arm, {}).get(phase, {}).get(rep)
+        for pos, (arm, rep) in enumerate(run.order):
+            d = run.data.get(arm, {}).get(phase, {}).get(rep)
             if d is None:
                 continue
             seen = True
-            ax.plot(pos + 1, d["bw_bytes"] / MIB, "o", color=colors.get(arm),
+            ax.plot(pos + 1, d.bw_bytes / MIB, "o", color=colors.get(arm),
                     label=None if arm in labelled else arm)
             labelled.add(arm)
         ax.set_title(phase)
@@ -523,12 +518,12 @@ def flame_pair(run, flames):
     comparison when both arms were profiled, else the first comparison of
     the run whose arms both were, else the first two profiled arms in
     display order; None with fewer than two profiled arms."""
-    for a, b, _ in run["comparisons"]:
-        if a in flames and b in flames and flames[a]["busy_samples"] and \
-                flames[b]["busy_samples"]:
-            return a, b, (a, b) == run["main"]
+    for c in run.comparisons:
+        if c.a in flames and c.b in flames and \
+                flames[c.a]["busy_samples"] and flames[c.b]["busy_samples"]:
+            return c.a, c.b, c == run.main
     # no comparison of the report has both arms: any two profiled arms
-    names = [a for a in arm_order(run, flames)
+    names = [a for a in run.ordered(flames)
              if flames[a]["busy_samples"]]
     if len(names) >= 2:
         return names[0], names[1], False
@@ -544,7 +539,7 @@ def make_flames(run, prof, out_dir):
     out = {"arms": {}, "diff": None}
     if not prof:
         return out
-    phase = run["meta"].get("profile_phase") or "the profiled phase"
+    phase = run.profile_phase or "the profiled phase"
     for arm, e in prof.items():
         if "folded" not in e:
             continue
@@ -568,7 +563,7 @@ def make_flames(run, prof, out_dir):
     if pair:
         a, b, main = pair
         ta, tb = out["arms"][a]["_busy"], out["arms"][b]["_busy"]
-        ma, mb = run["main"] or ("?", "?")
+        ma, mb = (run.main.a, run.main.b) if run.main else ("?", "?")
         why = (f"{ma} and {mb} were not both profiled"
                + (f"; {skipped_note(run, (ma, mb))}"
                   if skipped_note(run, (ma, mb)) else ""))
@@ -593,7 +588,7 @@ def make_plots(run, res, out_dir):
     plots = {}
     # the plots of fio's numbers, one panel per fio phase: none for a
     # workload whose phases are all command phases (its module draws them)
-    if run["phases"]:
+    if run.phases:
         plots.update({
             "throughput": plot_throughput(run, res, out_dir, colors),
             "latency": plot_latency(run, res, out_dir, colors),
@@ -610,11 +605,11 @@ def make_plots(run, res, out_dir):
                                if "slab" in e}, res["slab_caches"],
                               out_dir, colors)
     # the workload's own plots (its reports/wl_<kind>.py), by their names
-    mod = run_module(run)
+    mod = run.module()
     if mod is not None:
         plots.update(mod.plot(run, res, out_dir, colors) or {})
     plots["memory"] = plot_memory(run, res["memory"], out_dir, colors)
-    for arm, folded in run.get("folded", {}).items():
+    for arm, folded in run.folded.items():
         prof.setdefault(arm, {})["folded"] = folded
     res["flames"] = make_flames(run, prof, out_dir)
     for e in prof.values():

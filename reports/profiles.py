@@ -9,7 +9,6 @@ import os
 import re
 
 from reports import flame as F
-from reports.runmodel import arm_order
 
 
 def parse_bpftrace(path):
@@ -173,11 +172,11 @@ def load_folded(d):
 
 def load_profiles(run):
     """What profiles/ holds, per arm, parsed where we can."""
-    pdir = os.path.join(run["dir"], "profiles")
+    pdir = os.path.join(run.dir, "profiles")
     if not os.path.isdir(pdir):
         return None
     out = {}
-    for arm in arm_order(run, (n for n in os.listdir(pdir)
+    for arm in run.ordered((n for n in os.listdir(pdir)
                               if os.path.isdir(os.path.join(pdir, n)))):
         d = os.path.join(pdir, arm)
         entry = {"files": sorted(os.listdir(d))}
@@ -200,7 +199,7 @@ def load_profiles(run):
                           encoding="utf-8", errors="replace") as f:
                     entry["perf_stat"] = f.read()
         except OSError as e:
-            run["warnings"].append(f"profiles/{arm}: {e}")
+            run.warnings.append(f"profiles/{arm}: {e}")
         out[arm] = entry
     return out
 
@@ -233,7 +232,7 @@ MEMORY_CACHES = ("fscrypt_extent_info", "fscrypt_extent_key", "fscrypt_info")
 
 def profiled_extents(run, arm):
     """Extents of the file the profiled rep read (largest count checked)."""
-    pe = (run["meta"].get("profiled_extent_counts") or {}).get(arm) or {}
+    pe = run.profiled_extent_counts.get(arm) or {}
     vals = [v for v in pe.values() if isinstance(v, (int, float))]
     return max(vals) if vals else None
 
@@ -246,10 +245,10 @@ def memory_analysis(run, prof):
     the file read. Skipped arms and arms without a snapshot say so.
     """
     out = {}
-    for arm in run["arms"]:
-        if arm in run["not_measured"]:
+    for arm in run.arms:
+        if arm in run.not_measured:
             out[arm] = {"status": "skipped",
-                        "reason": run["not_measured"][arm]}
+                        "reason": run.not_measured[arm]}
             continue
         e = (prof or {}).get(arm) or {}
         if "slab" not in e:

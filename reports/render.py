@@ -11,8 +11,7 @@ from reports.doc import Doc
 from reports.fmt import (
     fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op, fmt_mib, fmt_ns, fmt_p,
     fmt_pct, fmt_ratio, isnum, rep_span)
-from reports.runmodel import (CPU_SOURCES, arm_order, cpu_clock,
-                              injected_delay_ns, phase_direction, run_module)
+from reports.runmodel import CPU_SOURCES
 from reports.profiles import PROFILE_KINDS, profiled_extents
 from reports.analysis import key_mode_of
 
@@ -25,16 +24,14 @@ TIMING_NOTE = ("**Timings under TCG or icount are not hardware times.** "
 
 
 def section_header(doc, run, res):
-    meta = run["meta"]
-    info = meta.get("run_info") or {}
-    doc.h(1, f"Benchmark report: workload {meta.get('workload', '?')}, "
-             f"{meta.get('date', 'undated')}")
-    accel = str(info.get("accel", "?"))
+    doc.h(1, f"Benchmark report: workload {run.workload}, "
+             f"{'undated' if run.date is None else run.date}")
+    accel = str(run.run_info.get("accel", "?"))
     note = TIMING_NOTE
     if accel in ("tcg", "icount"):
         note = f"This run used **{accel}**. " + note
     doc.note(note)
-    delay = injected_delay_ns(meta)
+    delay = run.injected_delay_ns
     if delay:
         doc.note(f"**Injected slowdown:** every per-extent lookup of this "
                  f"run busy-waited {delay} ns "
@@ -56,26 +53,26 @@ def _n_intervals(res):
 
 def section_verdicts(doc, run, res):
     doc.h(2, "Verdicts")
-    g = run["goals"]
-    if not run["main"]:
+    g = run.goals
+    if not run.main:
         doc.ul(v["text"] for v in res["verdicts"])
         return
-    a, b = run["main"]
+    a, b = run.main.a, run.main.b
     by_cpu = any(v.get("basis") == "cpu_per_mib" for v in res["verdicts"])
     old = any(v.get("basis") == "fallback" for v in res["verdicts"])
     what = (f"Goals of {a} against {b} (see Arms), as this run recorded "
             "them. ")
     if by_cpu:
         what += (f"**The verdict decides on CPU cost per MiB** (ratio ≤ "
-                 f"{g.get('cpu_per_mib_max')}): guest CPU time of all CPUs, "
+                 f"{g.cpu_per_mib_max}): guest CPU time of all CPUs, "
                  "kworkers included, per MiB fio moved, in every judged "
                  "phase. Beside it, not deciding: throughput (≥ "
-                 f"{g.get('bw_min')}) and p99 latency (≤ {g.get('p99_max')}"
+                 f"{g.bw_min}) and p99 latency (≤ {g.p99_max}"
                  "), goals stated for read phases. ")
     if old:
         what += ("Without CPU data the verdict falls back to the old "
-                 f"metric, labelled so: throughput ≥ {g.get('bw_min')} and "
-                 f"p99 latency ≤ {g.get('p99_max')} of the read phases. ")
+                 f"metric, labelled so: throughput ≥ {g.bw_min} and "
+                 f"p99 latency ≤ {g.p99_max} of the read phases. ")
     doc.p(what + "A verdict is \"met\" when the whole 95% CI is on the "
           "goal's side, \"not met\" when all of it is on the other side, "
           "and \"undecided\" when it contains the goal; the metrics beside "
@@ -97,19 +94,17 @@ def section_verdicts(doc, run, res):
 def arm_what(run, arm):
     """An arm's DESCRIPTION as the run recorded its definition, or its
     name."""
-    return (run["spec"]["arms"].get(arm) or {}).get("DESCRIPTION") or arm
+    return run.definition(arm).get("DESCRIPTION") or arm
 
 
-def prep_text(meta):
+def prep_text(run):
     """How the reps were made independent (meta "prep", "saves")."""
-    prep = meta.get("prep")
-    if prep == "each":
+    if run.prep == "each":
         return ("each rep on a fresh mkfs with its own preparation (the "
                 "workload's fixed seeds make the files alike)")
-    if prep == "once":
-        sv = [s for s in meta.get("saves") or [] if s.get("what") == "saved"]
-        rs = [s for s in meta.get("saves") or []
-              if s.get("what") == "restored"]
+    if run.prep == "once":
+        sv = [s for s in run.saves if s.get("what") == "saved"]
+        rs = [s for s in run.saves if s.get("what") == "restored"]
         size = (f"; images of {', '.join(str(s['kib'] // 1024) + ' MiB' for s in sv)}"
                 if sv else "")
         took = (f"; a restore took {min(s['seconds'] for s in rs)}-"
@@ -125,46 +120,43 @@ def prep_text(meta):
 
 
 def section_run(doc, run):
-    meta = run["meta"]
-    info = meta.get("run_info") or {}
+    info = run.run_info
     doc.h(2, "Run")
-    k = run["kernel"] or {}
+    k = run.kernel
     rows = [
-        ("workload", meta.get("workload")),
-        ("what it does", meta.get("description")),
-        ("analysis", run["analysis"]),
+        ("workload", run.workload),
+        ("what it does", run.description),
+        ("analysis", run.analysis),
         ("workload parameters", ", ".join(
-            f"{k}={v}" for k, v in (meta.get("workload_params") or {}).items())
-         or None),
-        ("run format", run["format"]),
-        ("arm definitions", run["spec"].get("arms_source")),
-        ("date", meta.get("date")),
-        ("reps per arm", meta.get("reps")),
-        ("how reps were made", prep_text(meta)),
-        ("phases", ", ".join(run["phases"]) or (
-            "none run by fio" if run.get("command_phases") else None)),
-        ("kernel release", k.get("release")),
-        ("linux source", k.get("linux_source")),
-        ("kernel series hash", k.get("series_hash")),
-        ("kernel tree commit (series applied)", k.get("tree_head")),
-        ("kernel config sha256", k.get("config_sha256")),
-        ("lab commit", (k.get("lab_commit") or "") + (
-            " (with local changes)" if k.get("lab_dirty") else "")
-         if k.get("lab_commit") else None),
-        ("CPU time", f"per timed phase, {cpu_source_text(meta)}; window: "
-         f"{(meta.get('cpu') or {}).get('window') or 'process'}"
-         if run["has_cpu"] else "not recorded"),
+            f"{k}={v}" for k, v in run.workload_params.items()) or None),
+        ("run format", run.format),
+        ("arm definitions", run.spec.get("arms_source")),
+        ("date", run.date),
+        ("reps per arm", run.reps),
+        ("how reps were made", prep_text(run)),
+        ("phases", ", ".join(run.phases) or (
+            "none run by fio" if run.command_phases else None)),
+        ("kernel release", k.release),
+        ("linux source", k.linux_source),
+        ("kernel series hash", k.series_hash),
+        ("kernel tree commit (series applied)", k.tree_head),
+        ("kernel config sha256", k.config_sha256),
+        ("lab commit", k.lab_commit + (
+            " (with local changes)" if k.lab_dirty else "")
+         if k.lab_commit else None),
+        ("CPU time", f"per timed phase, {cpu_source_text(run)}; window: "
+         f"{run.cpu.measured_window}" if run.has_cpu else "not recorded"),
         ("accel", info.get("accel")),
         ("vCPUs", info.get("cpus")),
         ("guest memory, MB", info.get("mem_mb")),
-        ("fio", meta.get("fio_version")),
+        ("fio", run.fio_version),
         ("elapsed, s", info.get("elapsed_s")),
-        ("injected lookup delay, ns", injected_delay_ns(meta)),
+        ("injected lookup delay, ns", run.injected_delay_ns),
     ]
-    if run.get("command_phases"):
+    if run.command_phases:
         rows.insert([r[0] for r in rows].index("phases") + 1, (
             "command phases (the workload's command, not fio)",
-            ", ".join(run["command_phases"])))
+            ", ".join(run.command_phases)))
     # the rest of what the host recorded about the run, in the same table
     rows += [(k.replace("_", " "), info[k]) for k in sorted(
         set(info) - {"accel", "cpus", "mem_mb", "qemu_cmdline", "date",
@@ -174,17 +166,14 @@ def section_run(doc, run):
     doc.table(["item", "value"],
               [(k, f"`{v}`" if v not in (None, "") else "not recorded")
                for k, v in rows])
-    for note in run["spec_notes"]:
+    for note in run.spec_notes:
         doc.note(f"**Older run:** {note}.")
     doc.code("QEMU command line", str(info.get("qemu_cmdline",
                                                "not recorded")))
-    order = meta.get("order")
-    if isinstance(order, list) and order:
-        text = " ".join(f"{a}#{r}" for a, r in
-                        (o for o in order if isinstance(o, list)
-                         and len(o) == 2))
-        doc.code(f"Run order ({len(order)} arm runs)", text)
-    jobs = meta.get("jobfiles") or {}
+    if run.order:
+        doc.code(f"Run order ({len(run.order)} arm runs)",
+                 " ".join(f"{a}#{r}" for a, r in run.order))
+    jobs = run.jobfiles
     if jobs:
         for name in sorted(jobs):
             kind = "fio job file" if name.endswith(".fio") else \
@@ -195,7 +184,7 @@ def section_run(doc, run):
 
 
 def section_arms(doc, run):
-    ref = run["reference"]
+    ref = run.reference
     doc.h(2, "Arms")
     doc.p("What the guest did for each arm, as it recorded it (the host "
           "computes none of it): the mkfs command it ran, the mount options "
@@ -208,33 +197,38 @@ def section_arms(doc, run):
           "otherwise the policy read back with "
           "`FS_IOC_GET_ENCRYPTION_POLICY_EX`). The guest fails the run when "
           "an arm's key mode is not the one its name says.")
-    doc.ul(f"`{a}`: {arm_what(run, a)}" for a in run["arms"]
-           if a in run["spec"]["arms"])
+    doc.ul(f"`{a}`: {arm_what(run, a)}" for a in run.arms
+           if a in run.arm_definitions)
     rows = []
-    for arm, spec in run["arms"].items():
-        if arm in run["measured"]:
-            rows.append((arm, "measured", spec.get("fs", "?"),
-                         f"`{spec.get('mkfs', '?')}`",
-                         f"`{spec['mount_options']}`"
-                         if spec.get("mount_options") else "not recorded",
-                         f"**{spec.get('key_mode', '?')}** "
-                         f"({spec.get('key_mode_source', '?')})",
-                         f"`{spec['tuning']}`" if spec.get("tuning")
-                         else "-",
-                         f"`{ref[arm]}`" if arm in ref else "-"))
+    for name, arm in run.arms.items():
+        if arm.measured:
+            rows.append((name, "measured", _or(arm.fs, "?"),
+                         f"`{_or(arm.mkfs, '?')}`",
+                         f"`{arm.mount_options}`"
+                         if arm.mount_options else "not recorded",
+                         f"**{_or(arm.key_mode, '?')}** "
+                         f"({_or(arm.key_mode_source, '?')})",
+                         f"`{arm.tuning}`" if arm.tuning else "-",
+                         f"`{ref[name]}`" if name in ref else "-"))
         else:
-            rows.append((arm, "**not measured**", spec.get("fs", "-"),
+            rows.append((name, "**not measured**", _or(arm.fs, "-"),
                          "-", "-", "-", "-", "-"))
     doc.table(["arm", "status", "fs", "mkfs (as run)",
                "mount options (/proc/mounts)", "key mode (from the kernel)",
                "tuning after mount", "reference arm"], rows)
-    for p in run["meta"].get("arm_fact_problems") or []:
+    for p in run.arm_fact_problems:
         doc.note(f"**Arm set up differently between reps:** {p}")
     doc.h(2, "Skipped arms")
-    if run["not_measured"]:
-        doc.ul(f"**{a}**: {r}" for a, r in run["not_measured"].items())
+    if run.not_measured:
+        doc.ul(f"**{a}**: {r}" for a, r in run.not_measured.items())
     else:
         doc.p("None: every arm of meta.json was measured.")
+
+
+def _or(value, unrecorded):
+    """A fact of an arm, or what the table shows where none was
+    recorded."""
+    return unrecorded if value is None else value
 
 
 def mw_footnote(na, nb):
@@ -256,13 +250,13 @@ def section_phases(doc, run, res, threshold, plots):
     if plots.get("throughput"):
         doc.img(plots["throughput"], "throughput per arm and phase")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
-    for phase in run["phases"]:
-        direction = phase_direction(run, phase)
+    for phase in run.phases:
+        direction = run.direction(phase)
         doc.h(3, f"{phase} ({direction})")
         rows, notes, small = [], [], set()
-        for arm in run["arms"]:
-            ref = run["reference"].get(arm)
-            if arm not in run["measured"]:
+        for arm in run.arms:
+            ref = run.reference.get(arm)
+            if arm not in run.measured:
                 rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
                              "", ""))
                 continue
@@ -282,8 +276,8 @@ def section_phases(doc, run, res, threshold, plots):
             rows.append((arm, ref or "-", s["n"], fmt_mib(s["median"]),
                          fmt_mib(s["mean"]), fmt_mib(s["stddev"]),
                          fmt_pct(100 * s["cov"], sign=False), ch, p, mark))
-        reps = sorted({r for arm in run["measured"]
-                       for r in run["data"][arm][phase]})
+        reps = sorted({r for arm in run.measured
+                       for r in run.data[arm][phase]})
         notes.append(f"raw data: `raw/<arm>/rep<N>/{phase}.json`, "
                      f"N = {rep_span(reps) or 'none'}")
         notes += [mw_footnote(na, nb) for na, nb in sorted(small)]
@@ -301,11 +295,11 @@ def section_latency(doc, run, res, plots):
     if plots.get("latency"):
         doc.img(plots["latency"], "latency percentiles")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
-    for phase in run["phases"]:
+    for phase in run.phases:
         doc.h(3, f"{phase} latency")
         rows = []
-        for arm in run["arms"]:
-            if arm not in run["measured"]:
+        for arm in run.arms:
+            if arm not in run.measured:
                 rows.append((arm, "skipped", "", "", "", "", ""))
                 continue
             a = res["arms"][arm]["phases"][phase]
@@ -316,7 +310,7 @@ def section_latency(doc, run, res, plots):
                 rr = (f"{fmt_ratio(r['ratio'])} "
                       f"[{fmt_ci_of(r)}] vs {c['b']}")
             else:
-                rr = "reference" if arm not in run["reference"] else "n/a"
+                rr = "reference" if arm not in run.reference else "n/a"
             rows.append((arm, a["latency_reps"], a["latency_ios"],
                          fmt_ns(lat["p50"]), fmt_ns(lat["p99"]),
                          fmt_ns(lat["p99.9"]), rr))
@@ -333,14 +327,13 @@ def _ratio_cells(r):
     return fmt_ratio(r["ratio"]), fmt_ci_of(r)
 
 
-def cpu_source_text(meta):
+def cpu_source_text(run):
     """Where the CPU times came from, for the Run table."""
-    source, per_s = cpu_clock(meta)
-    text = CPU_SOURCES.get(source, f"unknown source {source!r}")
-    if source == "stat":
-        text += (f" of 1/{per_s} s ("
-                 f"{(meta.get('cpu') or {}).get('user_hz_source')})")
-    if str((meta.get("run_info") or {}).get("accel")) == "icount":
+    cpu = run.cpu
+    text = CPU_SOURCES.get(cpu.source, f"unknown source {cpu.source!r}")
+    if cpu.source == "stat":
+        text += f" of 1/{cpu.units_per_s} s ({cpu.user_hz_source})"
+    if str(run.run_info.get("accel")) == "icount":
         text += ("; under icount this is guest instruction time (4 ns per "
                  "instruction while the vCPU runs), not hardware cycles: a "
                  "cache miss weighs nothing, an AES-NI instruction as much "
@@ -350,10 +343,8 @@ def cpu_source_text(meta):
 
 def cpu_window_text(run):
     """Where the CPU window of the run's phases began and ended
-    (meta cpu.window, recorded by runmodel.collect)."""
-    cpu = run["meta"].get("cpu") or {}
-    window, counts = cpu.get("window") or "process", \
-        cpu.get("window_counts") or {}
+    (run.cpu.window, recorded by reports.collect)."""
+    window, counts = run.cpu.measured_window, run.cpu.window_counts
     io = ("fio's I/O, from its exec_prerun (after fio's start-up, before "
           "the first I/O) to its exec_postrun (after the last I/O and "
           "end_fsync); fio's start and exit are not in it")
@@ -371,16 +362,16 @@ def cpu_window_text(run):
 
 def section_cpu(doc, run, res, plots):
     doc.h(2, "CPU cost")
-    if not run["has_cpu"]:
+    if not run.has_cpu:
         doc.p("Not recorded: "
               + ("a format-2 run did not measure CPU time."
-                 if run["format"] < 3 else
+                 if run.format < 3 else
                  "the guest recorded no CPU time (no usable cpu line in "
                  "/proc/stat).")
               + " The verdicts fall back to throughput and p99 latency.")
         return
-    source, hz = cpu_clock(run["meta"])
-    precise = source == "schedstat"
+    hz = run.cpu.units_per_s
+    precise = run.cpu.source == "schedstat"
     doc.p("CPU time of each timed phase, all CPUs (so the kworkers that "
           "decrypt are in it; idle is not): "
           + ("the guest summed `rq_cpu_time` of the `cpuN` lines of "
@@ -401,12 +392,12 @@ def section_cpu(doc, run, res, plots):
     if plots.get("cpu"):
         doc.img(plots["cpu"], "CPU cost per MiB per arm and phase")
     comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
-    for phase in run["phases"]:
+    for phase in run.phases:
         doc.h(3, f"{phase} CPU cost")
         rows = []
-        for arm in run["arms"]:
-            ref = run["reference"].get(arm)
-            if arm not in run["measured"]:
+        for arm in run.arms:
+            ref = run.reference.get(arm)
+            if arm not in run.measured:
                 rows.append((arm, ref or "-", 0, "skipped", "", "", "", "",
                              ""))
                 continue
@@ -440,9 +431,9 @@ def first_in_rep(run, a, b):
     """{rep: a or b}: which of the two arms ran first in each rep (meta
     order: the order the guest ran them)."""
     seen = {}
-    for arm, rep in run["meta"].get("order") or []:
+    for arm, rep in run.order:
         if arm in (a, b):
-            seen.setdefault(int(rep), arm)
+            seen.setdefault(rep, arm)
     return seen
 
 
@@ -450,9 +441,9 @@ def busy_pct(run, arm, phase):
     """The median share of the phase's wall time its guest was busy
     (CPU time over fio's runtime), in %; None without both."""
     vals = []
-    for d in run["data"].get(arm, {}).get(phase, {}).values():
-        if d.get("cpu_s") is not None and d.get("runtime_ms"):
-            vals.append(100.0 * d["cpu_s"] / (d["runtime_ms"] / 1000.0))
+    for d in run.data.get(arm, {}).get(phase, {}).values():
+        if d.cpu_s is not None and d.runtime_ms:
+            vals.append(100.0 * d.cpu_s / (d.runtime_ms / 1000.0))
     return sorted(vals)[len(vals) // 2] if vals else None
 
 
@@ -548,14 +539,13 @@ def section_comparisons(doc, run, res, plots):
                "per-rep throughput ratios (in rep order)"], rows,
               [mw_footnote(na, nb) for na, nb in sorted(small)])
     section_cpu_reps(doc, run, res)
-    doc.ul(f"`{a}/{b}`: {label}" for a, b, label in run["comparisons"])
-    if not run["main"]:
+    doc.ul(f"`{c.name}`: {c.label}" for c in run.comparisons)
+    if not run.main:
         return
-    main_a, main_b = run["main"]
+    main_a, main_b = run.main.a, run.main.b
     # the main comparison and every other arm against the same reference
     # (e.g. one key per extent, the upstream design, against per-inode keys)
-    pairs = [(a, b, label) for a, b, label in run["comparisons"]
-             if b == main_b]
+    pairs = [(c.a, c.b, c.label) for c in run.comparisons if c.b == main_b]
     doc.h(3, f"Against {main_b}: " + ", ".join(
         f"{a} / {b}" + (" (main)" if (a, b) == (main_a, main_b) else "")
         for a, b, _ in pairs))
@@ -595,10 +585,9 @@ def section_comparisons(doc, run, res, plots):
         doc.img(plots["comparisons"], "all comparisons")
 
 
-def section_fragmentation(doc, res):
+def section_fragmentation(doc, run, res):
     doc.h(2, "Fragmentation of the test files")
-    checks = [c for c in res["meta"].get("extent_checks") or []
-              if isinstance(c, dict)]
+    checks = run.extent_checks
     if checks:
         doc.p("FIEMAP counts, checked in the guest before any measurement "
               "of every file the workload promises something about (a "
@@ -645,7 +634,7 @@ def section_profiles(doc, run, res, plots):
         doc.p("Profiles: not collected (no profiles/ in the run directory).")
         return
     rows = []
-    for arm in arm_order(run, set(run["arms"]) | set(prof)):
+    for arm in run.ordered(set(run.arms) | set(prof)):
         e = prof.get(arm)
         cells = []
         for fname, _ in PROFILE_KINDS:
@@ -713,7 +702,7 @@ def section_key_work(doc, run, res):
     profiled phase (bench.bt) and the count passes (tracefs)."""
     doc.h(3, "Key work per arm")
     kw = res.get("key_work") or {}
-    phase = run["meta"].get("profile_phase") or "the profiled phase"
+    phase = run.profile_phase or "the profiled phase"
     doc.p(f"What the key machinery did in the profiled phase ({phase}, "
           "cold cache), from `profiles/bench.bt`: extent lookups (and those "
           "that had to derive their key), extent keys derived or found "
@@ -724,9 +713,9 @@ def section_key_work(doc, run, res):
           "a group, so a read has none). An event bpftrace did not see "
           "counts 0.")
     rows = []
-    for arm in run["arms"]:
-        if arm in run["not_measured"]:
-            rows.append((arm, f"skipped: {run['not_measured'][arm]}", "",
+    for arm in run.arms:
+        if arm in run.not_measured:
+            rows.append((arm, f"skipped: {run.not_measured[arm]}", "",
                          "", "", "", "", "", ""))
             continue
         k = kw.get(arm)
@@ -787,8 +776,8 @@ def section_tail(doc, run, res, threshold, plots):
               "arms so that drift hits all of them).")
         doc.img(plots["order"], "throughput in run order")
     doc.h(2, "Data problems")
-    if run["warnings"]:
-        doc.ul(f"`{w}`" for w in run["warnings"])
+    if run.warnings:
+        doc.ul(f"`{w}`" for w in run.warnings)
     else:
         doc.p("None found.")
     doc.h(2, "How the numbers are made")
@@ -801,10 +790,10 @@ def section_tail(doc, run, res, threshold, plots):
         "mean log-ratio (n - 1 degrees of freedom), exponentiated, so "
         "the report is reproducible (`reports.labstats.ratio`, also used "
         "by the baseline, the check and the history).",
-        ("CPU cost: not recorded in this run." if not run["has_cpu"] else
+        ("CPU cost: not recorded in this run." if not run.has_cpu else
          f"CPU cost: the guest's CPU time of each timed phase, all CPUs, "
-         f"from {cpu_source_text(run['meta'])} (window: "
-         f"{(run['meta'].get('cpu') or {}).get('window') or 'process'}; "
+         f"from {cpu_source_text(run)} (window: "
+         f"{run.cpu.measured_window}; "
          "see CPU cost), per MiB and per I/O of fio's totals."),
         "Everything the report needs about arms, comparisons, goals and "
         "metrics is read from the run directory (meta.json `spec`), not "
@@ -881,14 +870,14 @@ def section_flames(doc, run, res):
           "process name is the bottom frame.")
     arms = fl.get("arms") or {}
     rows = []
-    for arm in run["arms"]:
+    for arm in run.arms:
         if arm in arms:
             a = arms[arm]
             rows.append((arm, f"[{a['svg']}]({a['svg']})",
                          f"[{a['folded']}]({a['folded']})",
                          a["busy_samples"], a["idle_samples"]))
-        elif arm in run["not_measured"]:
-            rows.append((arm, f"skipped: {run['not_measured'][arm]}", "",
+        elif arm in run.not_measured:
+            rows.append((arm, f"skipped: {run.not_measured[arm]}", "",
                          "", ""))
         else:
             rows.append((arm, "not collected", "", "", ""))
@@ -901,9 +890,9 @@ def section_flames(doc, run, res):
               "(skipped arms have no profile).")
         return
     if not d["main"]:
-        main = run["main"] or ("?", "?")
+        a, b = (run.main.a, run.main.b) if run.main else ("?", "?")
         doc.note(f"**This is {d['target']} against {d['base']}, not "
-                 f"{main[0]} against {main[1]}**: {d['why_not_main']}.")
+                 f"{a} against {b}**: {d['why_not_main']}.")
     doc.p(f"[{d['svg']}]({d['svg']}): the flame graph of {d['target']}, "
           f"each frame colored by how its share of samples changed from "
           f"{d['base']} (red larger, blue smaller). Functions whose share "
@@ -926,7 +915,7 @@ def section_no_fio_phases(doc, run):
     cost, comparisons) when every phase was a command phase."""
     doc.h(2, "Phases")
     doc.p("Every timed phase of this run ran a command of the workload, not "
-          f"fio ({', '.join(run.get('command_phases') or []) or 'none'}): "
+          f"fio ({', '.join(run.command_phases) or 'none'}): "
           "there is no throughput, latency or CPU cost per MiB of fio to "
           "show or compare. Each command phase's results are in "
           "`raw/<arm>/rep<N>/<phase>.tsv`, and the workload's own section "
@@ -939,18 +928,18 @@ def build_doc(run, res, threshold, plots):
     section_verdicts(doc, run, res)
     section_run(doc, run)
     section_arms(doc, run)
-    if run["phases"]:
+    if run.phases:
         section_phases(doc, run, res, threshold, plots)
         section_latency(doc, run, res, plots)
         section_cpu(doc, run, res, plots)
         section_comparisons(doc, run, res, plots)
     else:
         section_no_fio_phases(doc, run)
-    section_fragmentation(doc, res)
+    section_fragmentation(doc, run, res)
     section_profiles(doc, run, res, plots)
     section_memory(doc, run, res, plots)
     section_flames(doc, run, res)
-    mod = run_module(run)
+    mod = run.module()
     if mod is not None:
         mod.render(doc, run, res, plots)
     section_tail(doc, run, res, threshold, plots)

@@ -1,44 +1,47 @@
 """The run model of the benchmark lab: the one owner of what a run is.
 
 A raw run directory (build/bench/<stamp>-<workload>/) is written once by
-collect() from what the guest recorded (bench/guest/lib.sh, run format
-FORMAT) and read by load_run(); everything else (reports.generate,
-reports.gate, reports.history) reads runs only through this module:
+reports.collect from what the guest recorded (bench/guest/lib.sh, run
+format FORMAT) and read by load_run() into a Run; everything else
+(reports.generate, reports.gate, reports.history) reads runs only as a
+Run, whose parts are typed (dataclasses, attributes rather than keys):
 
-  - the arms, in display order, with what the guest did for each (mkfs
+  - Arm: each arm, in display order, with what the guest did for it (mkfs
     command, mount options as /proc/mounts showed them, key mode the
-    kernel reported, tuning), or why it was skipped;
-  - fio json+ parsing of raw/<arm>/rep<N>/<phase>.json, and the guest's
-    CPU time of each phase (cpu.tsv);
-  - the comparisons (A / reference B) and per-rep values (throughput,
-    CPU cost, latency bins) that reports.labstats.ratio() pairs by rep;
-  - the results of a workload's command phases (run["commands"]: the
+    kernel reported, tuning), or why it was not measured;
+  - RepValue: one rep of one fio phase of one arm (fio json+ of
+    raw/<arm>/rep<N>/<phase>.json, and the guest's CPU time of the phase
+    from cpu.tsv), in run.data[arm][phase][rep];
+  - Comparison: A against its reference B; the first is run.main, and
+    Run.values() gives the per-rep values that reports.labstats.ratio()
+    pairs by rep; Goals, Kernel and CpuInfo: what the run recorded of
+    them;
+  - the results of a workload's command phases (run.commands: the
     "name<TAB>value" lines of raw/<arm>/rep<N>/<phase>.tsv), which are not
-    fio phases: run["phases"] has the fio phases only, and the generic
+    fio phases: run.phases has the fio phases only, and the generic
     report never sees the others (the workload's module reads them).
 
-A run describes itself (format 3): collect() writes into meta.json the
-arm definitions that ran (the job's copy of bench/arms/, with their
-order, references and comparisons), the workload's analysis kind and
-goals, the metric definitions, the ratio's definition and the kernel
-(release, series hash, tree commit) and lab commit. load_run() reads them
-from there only: nothing of bench/arms or bench/workloads in the working
-tree is read when a run is rendered, checked or drawn in the history.
+A run describes itself (format 3): reports.collect writes into meta.json
+the arm definitions that ran (the job's copy of bench/arms/, with their
+order, references and comparisons: build_spec), the workload's analysis
+kind and goals, the metric definitions, the ratio's definition and the
+kernel (release, series hash, tree commit) and lab commit. load_run()
+reads them from there only: nothing of bench/arms or bench/workloads in
+the working tree is read when a run is rendered, checked or drawn in the
+history.
 
 Older runs (format 2) lack that description; load_run() reads them with
 the fallbacks of spec_of_format2() (the arm files the run directory's
 job/ kept, else the format-2 arm table frozen below; goals and metrics
-of format 2; no CPU data) and lists each fallback in run["spec_notes"].
+of format 2; no CPU data) and lists each fallback in run.spec_notes.
 The formats are described in reports/README.md.
 """
 
-import base64
 import importlib
 import json
 import os
 import re
-import shutil
-import subprocess
+from dataclasses import dataclass, field, fields, replace
 
 from reports import labstats as L
 
@@ -48,9 +51,9 @@ from reports import labstats as L
 FORMAT = 3
 READS_FORMATS = (2, 3)
 
-# The working tree's arm and workload definitions. Read only by collect()
-# callers that make a run (synthrun; collect() itself reads the job's
-# copy), never when a run is loaded: tests replace these to prove it.
+# The working tree's arm and workload definitions. Read only by those
+# that make a run (synthrun; reports.collect reads the job's copy),
+# never when a run is loaded: tests replace these to prove it.
 LAB_TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARMS_DIR = os.path.join(LAB_TOP, "bench", "arms")
 WORKLOADS_DIR = os.path.join(LAB_TOP, "bench", "workloads")
@@ -74,13 +77,15 @@ DEFAULT_GOALS = {"decide": "cpu_per_mib", "cpu_per_mib_max": 1.03,
 #   KIND                         the kind, as in ANALYSIS
 #   owns_phases(phases)          bool: is a run of format 2, which did not
 #                                record its kind, of this kind?
-#   judged_phases(run)           the phases judged against the goals
-#                                (None: all); run has at least "phases"
+#   judged_phases(phases)        of the run's fio phases, those judged
+#                                against the goals (None: all)
 #   analyze(run, res)            its results, JSON-able: res["workload"]
 #   plot(run, res, out_dir, colors)  {plot name: path}
 #   render(doc, run, res, plots) its report section(s)
-# and optionally legacy_applies(run): bool, for runs of another kind that
-# carry its data (scaling.json of the old lab).
+# where run is a Run (below: attributes, not keys) and res the analysis'
+# dict (results.json); optionally legacy_applies(run): bool, for runs of
+# another kind that carry its data (scaling.json of the old lab), and
+# not_judged_text(run, phases): why phases are not judged.
 PLAIN_ANALYSIS = "phases"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -102,19 +107,6 @@ def workload_module(kind):
                        f"reports/wl_{kind}.py (kinds: "
                        f"{', '.join(analysis_kinds())})")
     return importlib.import_module(f"reports.wl_{kind}")
-
-
-def run_module(run):
-    """The module that analyses RUN: its kind's, else one whose
-    legacy_applies(run) says the run carries its data; None for neither."""
-    mod = workload_module(run["analysis"])
-    if mod is not None:
-        return mod
-    for kind in analysis_kinds()[1:]:
-        m = workload_module(kind)
-        if getattr(m, "legacy_applies", None) and m.legacy_applies(run):
-            return m
-    return None
 
 
 # The per-rep metrics of a phase, as the report, the check and the
@@ -213,7 +205,8 @@ def parse_fio(path, rel):
     """Numbers of one phase of one rep from fio json+ output.
 
     The direction is the one of jobs[0]["read"] / ["write"] with
-    io_bytes > 0 (the larger if both). Returns a dict; raises RunError.
+    io_bytes > 0 (the larger if both). Returns a RepValue without CPU
+    time; raises RunError.
     """
     obj = read_fio_json(path)
     jobs = obj.get("jobs") if isinstance(obj, dict) else None
@@ -228,23 +221,19 @@ def parse_fio(path, rel):
     side = sides[direction]
     clat = side.get("clat_ns") or {}
     bins = clat.get("bins")
-    return {
-        "file": rel,
-        "direction": direction,
-        "both_directions": min(moved.values()) > 0,
-        "jobs": len(jobs),
-        "fio_version": obj.get("fio version"),
-        "bw_bytes": float(side.get("bw_bytes", 0)),
-        "iops": float(side.get("iops", 0)),
-        "io_bytes": int(side.get("io_bytes", 0)),
-        "total_ios": int(side.get("total_ios") or clat.get("N") or 0),
-        "runtime_ms": side.get("runtime"),
-        "clat_n": clat.get("N"),
-        "clat_mean_ns": clat.get("mean"),
-        "fio_percentiles_ns": clat.get("percentile") or {},
-        "bins": ({int(k): int(v) for k, v in bins.items()}
-                 if isinstance(bins, dict) and bins else None),
-    }
+    return RepValue(
+        file=rel, direction=direction,
+        both_directions=min(moved.values()) > 0, jobs=len(jobs),
+        fio_version=obj.get("fio version"),
+        bw_bytes=float(side.get("bw_bytes", 0)),
+        iops=float(side.get("iops", 0)),
+        io_bytes=int(side.get("io_bytes", 0)),
+        total_ios=int(side.get("total_ios") or clat.get("N") or 0),
+        runtime_ms=side.get("runtime"), clat_n=clat.get("N"),
+        clat_mean_ns=clat.get("mean"),
+        fio_percentiles_ns=clat.get("percentile") or {},
+        bins=({int(k): int(v) for k, v in bins.items()}
+              if isinstance(bins, dict) and bins else None))
 
 
 # ------------------------------------------------ what a run describes
@@ -293,8 +282,7 @@ def judged_phases(analysis, phases):
     """(judged, not_judged) phases of the main comparison's verdicts: every
     phase, or those the kind's module names."""
     mod = workload_module(analysis)
-    judged = mod.judged_phases({"phases": list(phases),
-                                "analysis": analysis}) if mod else None
+    judged = mod.judged_phases(list(phases)) if mod else None
     if judged is None:
         return list(phases), []
     return ([p for p in phases if p in judged],
@@ -472,13 +460,371 @@ def spec_of_format2(run_dir, meta):
     return spec, notes
 
 
-def arm_order(run, names):
-    """names in the run's display order (its spec's arm order), then the
-    others sorted."""
-    names = list(names)
-    known = run["arm_order"]
-    return ([a for a in known if a in names]
-            + sorted(a for a in names if a not in known))
+# ------------------------------------------------ the run, as loaded
+
+@dataclass(frozen=True)
+class Comparison:
+    """Arm A against its reference arm B (A's REFERENCE), with the label
+    A's arm file gives the comparison."""
+    a: str
+    b: str
+    label: str = ""
+
+    @property
+    def name(self):
+        """"A/B", as results.json, the check and the history name it."""
+        return f"{self.a}/{self.b}"
+
+
+@dataclass(frozen=True)
+class Goals:
+    """The goals of the main comparison as the run recorded them
+    (spec.workload.goals, see build_spec). judged_phases None: every
+    phase; a goal None: the run set none. recorded: that JSON, which
+    results.json repeats."""
+    decide: str = None
+    cpu_per_mib_max: float = None
+    bw_min: float = None
+    p99_max: float = None
+    judged_phases: list = None
+    not_judged_phases: list = field(default_factory=list)
+    recorded: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d.get("decide"), d.get("cpu_per_mib_max"),
+                   d.get("bw_min"), d.get("p99_max"), d.get("judged_phases"),
+                   d.get("not_judged_phases") or [], d)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The kernel and lab a run used (meta.json "kernel", kernel_of); None
+    where unknown. recorded: that JSON, which results.json repeats."""
+    release: str = None
+    linux_source: str = None
+    series_hash: str = None
+    tree_head: str = None
+    config_sha256: str = None
+    flavor: str = None
+    lab_commit: str = None
+    lab_dirty: bool = None
+    recorded: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(*(d.get(f.name) for f in fields(cls)[:-1]), recorded=d)
+
+    @property
+    def base(self):
+        """"MAJOR.MINOR" of the kernel (kernel_base)."""
+        return kernel_base(self.recorded)
+
+
+# Where a run's CPU times come from (meta cpu.source): what one unit of
+# cpu.tsv is, and how the report names it.
+CPU_SOURCES = {
+    "schedstat": "/proc/schedstat rq_cpu_time summed over CPUs, ns",
+    "stat": "/proc/stat user+nice+system+irq+softirq, USER_HZ ticks",
+}
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """How a run took its CPU times (meta.json "cpu"): the source (a key
+    of CPU_SOURCES), units of cpu.tsv per second (None: unusable), the
+    window recorded (io, process or mixed; None: not recorded, which was
+    the process window) with its count of phases per kind."""
+    source: str = "stat"
+    units_per_s: float = None
+    window: str = None
+    window_counts: dict = field(default_factory=dict)
+    user_hz_source: str = None
+
+    @classmethod
+    def from_json(cls, d):
+        """Runs before cpu.source counted /proc/stat ticks of
+        cpu.user_hz."""
+        source = d.get("source", "stat")
+        per_s = d.get("units_per_s", d.get("user_hz"))
+        usable = (source in CPU_SOURCES and isinstance(per_s, (int, float))
+                  and per_s > 0)
+        return cls(source, per_s if usable else None, d.get("window"),
+                   d.get("window_counts") or {}, d.get("user_hz_source"))
+
+    @property
+    def measured_window(self):
+        """The window the CPU times cover: io, mixed or process."""
+        return self.window or "process"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a run as the guest recorded it (meta.json "arms"): its
+    status (measured, skipped, or what an older run wrote; None: none),
+    why it was not measured, and the facts of its setup (FACT_KEYS of
+    reports.collect; None where none was recorded). recorded: that JSON,
+    which results.json repeats."""
+    name: str
+    status: str = "measured"
+    reason: str = None
+    fs: str = None
+    mkfs: str = None
+    mount_cmd: str = None
+    mount_options: str = None
+    tuning: str = None
+    policy: str = None
+    key_mode: str = None
+    key_mode_source: str = None
+    encrypted: bool = True
+    recorded: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, name, d):
+        d = d if isinstance(d, dict) else {}
+        facts = ("fs", "mkfs", "mount_cmd", "mount_options", "tuning",
+                 "policy", "key_mode", "key_mode_source")
+        return cls(name, d.get("status"), d.get("reason"),
+                   *(d.get(k) for k in facts), d.get("encrypted", True), d)
+
+    @property
+    def measured(self):
+        return self.status == "measured"
+
+    @property
+    def why_not_measured(self):
+        """The reason the report gives for an arm without numbers."""
+        reason = self.reason or "no reason given"
+        status = "?" if self.status is None else self.status
+        return (reason if status == "skipped"
+                else f"status '{status}': {reason}")
+
+
+@dataclass(frozen=True)
+class RepValue:
+    """One rep of one phase of one arm: the numbers of its fio json+
+    output (parse_fio: jobs[0], the side that moved bytes) and its CPU
+    time (cpu_s, per MiB moved, per I/O; None without CPU data)."""
+    file: str = ""
+    direction: str = "read"
+    both_directions: bool = False
+    jobs: int = 1
+    fio_version: str = None
+    bw_bytes: float = 0.0
+    iops: float = 0.0
+    io_bytes: int = 0
+    total_ios: int = 0
+    runtime_ms: float = None
+    clat_n: int = None
+    clat_mean_ns: float = None
+    fio_percentiles_ns: dict = field(default_factory=dict)
+    bins: dict = None
+    cpu_s: float = None
+    cpu_per_mib: float = None
+    cpu_per_op: float = None
+
+    def with_cpu(self, cpu_s):
+        """This rep with its CPU time and the costs per MiB and per I/O."""
+        mib = self.io_bytes / MIB
+        ok = cpu_s is not None
+        return replace(
+            self, cpu_s=cpu_s,
+            cpu_per_mib=cpu_s / mib if ok and mib > 0 else None,
+            cpu_per_op=(cpu_s / self.total_ios if ok and self.total_ios > 0
+                        else None))
+
+
+@dataclass
+class Run:
+    """A loaded run (load_run): what it describes (spec: arms, comparisons
+    in their order, goals, analysis kind, metrics, kernel), what the guest
+    recorded of its course, and the numbers of every measured arm:
+    data[arm][phase][rep] (fio phases) and commands[arm][phase][rep]
+    ({name: value} of a command phase, read_command_result). warnings
+    collects the data problems that loading and analysing it find; meta
+    and spec are the JSON as recorded, for results.json."""
+    dir: str = ""
+    format: int = FORMAT
+    meta: dict = field(default_factory=dict, repr=False)
+    spec: dict = field(default_factory=dict, repr=False)
+    spec_notes: list = field(default_factory=list)
+    comparisons: list = field(default_factory=list)
+    arm_order: list = field(default_factory=list)
+    arm_definitions: dict = field(default_factory=dict)
+    goals: Goals = field(default_factory=Goals)
+    analysis: str = PLAIN_ANALYSIS
+    metrics: dict = field(default_factory=dict)
+    kernel: Kernel = field(default_factory=Kernel)
+    phases: list = field(default_factory=list)
+    command_phases: list = field(default_factory=list)
+    arms: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    commands: dict = field(default_factory=dict)
+    cpu: CpuInfo = None
+    has_cpu: bool = False
+    warnings: list = field(default_factory=list)
+    # what the guest and the host recorded of the run (meta.json)
+    workload: str = "?"
+    description: str = ""
+    date: str = None
+    reps: int = None
+    run_info: dict = field(default_factory=dict)
+    order: list = field(default_factory=list)
+    order_rule: str = "fixed"
+    prep: str = None
+    saves: list = field(default_factory=list)
+    fio_version: str = None
+    jobfiles: dict = field(default_factory=dict)
+    profile_phase: str = None
+    workload_params: dict = field(default_factory=dict)
+    extent_checks: list = field(default_factory=list)
+    extent_counts: dict = None
+    min_extents: int = None
+    profiled_extent_counts: dict = field(default_factory=dict)
+    arm_fact_problems: list = field(default_factory=list)
+    injected_delay_ns: int = 0
+    kind: str = "bench"
+    # folded perf stacks per arm, which the analysis keeps out of
+    # results.json for the flame graphs
+    folded: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def main(self):
+        """The main comparison (the first), None without any."""
+        return self.comparisons[0] if self.comparisons else None
+
+    @property
+    def reference(self):
+        """{A: B}: each arm's reference arm."""
+        return {c.a: c.b for c in self.comparisons}
+
+    @property
+    def measured(self):
+        return [a for a, arm in self.arms.items() if arm.measured]
+
+    @property
+    def not_measured(self):
+        """{arm: why} of the arms without numbers."""
+        return {a: arm.why_not_measured for a, arm in self.arms.items()
+                if not arm.measured}
+
+    def ordered(self, names):
+        """names in the run's display order (its spec's arm order), then
+        the others sorted."""
+        names = list(names)
+        return ([a for a in self.arm_order if a in names]
+                + sorted(a for a in names if a not in self.arm_order))
+
+    def definition(self, arm):
+        """{KEY: value} of an arm's file as the run recorded it."""
+        return self.arm_definitions.get(arm) or {}
+
+    def values(self, arm, phase, metric):
+        """{rep: value} of one per-rep metric (bw_bytes, iops, cpu_s,
+        cpu_per_mib, cpu_per_op) of one arm and phase; reps without it
+        (no CPU data) are left out; empty if not measured."""
+        reps = self.data.get(arm, {}).get(phase, {})
+        return {r: getattr(d, metric) for r, d in reps.items()
+                if getattr(d, metric) is not None}
+
+    def bins(self, arm, phase):
+        """Per-rep latency histograms of one arm and phase (reps with
+        bins), in rep order."""
+        reps = self.data.get(arm, {}).get(phase, {})
+        return [d.bins for _, d in sorted(reps.items()) if d.bins]
+
+    def command_values(self, arm, phase, name):
+        """{rep: value} of one number of a command phase's results (one
+        arm); reps without it, or where it is not a number, are left
+        out."""
+        reps = self.commands.get(arm, {}).get(phase, {})
+        return {r: d[name] for r, d in reps.items()
+                if isinstance(d.get(name), (int, float))
+                and not isinstance(d.get(name), bool)}
+
+    def direction(self, phase):
+        """'read' or 'write' from the data; from the phase name if no
+        data."""
+        seen = [d.direction for arm in self.measured
+                for d in self.data[arm][phase].values()]
+        if seen:
+            return max(set(seen), key=seen.count)
+        return "write" if "write" in phase else "read"
+
+    def absent_reason(self, arm):
+        """Why arm has no numbers in this run, or None if it has some."""
+        if arm not in self.arms:
+            return f"{arm} is not an arm of this run"
+        if not self.arms[arm].measured:
+            return f"{arm} skipped: {self.arms[arm].why_not_measured}"
+        return None
+
+    def metric_better(self, metric):
+        """"higher" or "lower": which way the metric improves (the run's
+        own metric definitions; throughput when unknown)."""
+        return (self.metrics.get(metric) or METRICS.get(metric)
+                or {}).get("better", "higher")
+
+    def timed_extent_counts(self):
+        """{(arm, label): [FIEMAP extent counts]} of the timed reps'
+        checks (extent_checks without the preparation's and the profiled
+        rep's)."""
+        out = {}
+        for c in self.extent_checks:
+            if c.get("rep") not in ("profiled", "prepare"):
+                out.setdefault((c.get("arm"), c.get("label")),
+                               []).append(c.get("extents"))
+        return out
+
+    def module(self):
+        """The module that analyses the run: its kind's, else one whose
+        legacy_applies(run) says the run carries its data; None for
+        neither."""
+        mod = workload_module(self.analysis)
+        if mod is not None:
+            return mod
+        for kind in analysis_kinds()[1:]:
+            m = workload_module(kind)
+            if getattr(m, "legacy_applies", None) and m.legacy_applies(self):
+                return m
+        return None
+
+
+def tracked_ratios(run, metric="bw_bytes"):
+    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison
+    of the run, in its order.
+
+    The per-rep ratios A.metric[repN] / B.metric[repN] that
+    reports.labstats.ratio() summarizes and the regression check and the
+    history track. A str value means the ratio cannot be computed from
+    this run: an arm is skipped or absent, or no rep has both arms (for a
+    CPU metric: no CPU data).
+    """
+    out = {}
+    for c in run.comparisons:
+        out[c.name] = {}
+        reason = run.absent_reason(c.a) or run.absent_reason(c.b)
+        for phase in run.phases:
+            if reason:
+                out[c.name][phase] = reason
+                continue
+            reps, ratios = L.paired_ratios(run.values(c.a, phase, metric),
+                                           run.values(c.b, phase, metric))
+            out[c.name][phase] = (
+                (reps, ratios) if ratios else
+                f"no rep has {metric} for both {c.a} and {c.b}")
+    return out
+
+
+# ------------------------------------------------ reading a run directory
+
+def read_tsv(path):
+    """The tab-separated rows of a file of the guest; [] if it is not
+    there."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
 
 
 def rep_dirs(arm_dir):
@@ -492,27 +838,6 @@ def rep_dirs(arm_dir):
     return dict(sorted(out.items()))
 
 
-# Where a run's CPU times come from (meta cpu.source): what one unit of
-# cpu.tsv is, and how the report names it.
-CPU_SOURCES = {
-    "schedstat": "/proc/schedstat rq_cpu_time summed over CPUs, ns",
-    "stat": "/proc/stat user+nice+system+irq+softirq, USER_HZ ticks",
-}
-
-
-def cpu_clock(meta):
-    """(source, units per second) of a run's cpu.tsv, or (source, None)
-    when unusable. Runs before cpu.source counted /proc/stat ticks of
-    cpu.user_hz."""
-    info = meta.get("cpu") or {}
-    source = info.get("source", "stat")
-    per_s = info.get("units_per_s", info.get("user_hz"))
-    if source not in CPU_SOURCES or not isinstance(per_s, (int, float)) \
-            or per_s <= 0:
-        return source, None
-    return source, per_s
-
-
 def read_cpu(run_dir, meta, warnings):
     """{(arm, rep, phase): CPU seconds} from RUN_DIR/cpu.tsv (arm, rep,
     phase, CPU time the guest recorded over each timed phase, in the unit
@@ -522,45 +847,38 @@ def read_cpu(run_dir, meta, warnings):
     path = os.path.join(run_dir, "cpu.tsv")
     if not isinstance(info, dict) or not os.path.exists(path):
         return {}
-    source, per_s = cpu_clock(meta)
-    if per_s is None:
+    clock = CpuInfo.from_json(info)
+    if clock.units_per_s is None:
         warnings.append(f"cpu.tsv: no usable unit in meta.json (source "
-                        f"{source!r}, {info!r})")
+                        f"{clock.source!r}, {info!r})")
         return {}
     out = {}
-    for row in _read_tsv(path):
+    for row in read_tsv(path):
         if len(row) != 4 or not row[1].isdigit() or not row[3].isdigit():
             warnings.append(f"cpu.tsv: bad line {row!r}, ignored")
             continue
-        out[(row[0], int(row[1]), row[2])] = int(row[3]) / per_s
+        out[(row[0], int(row[1]), row[2])] = int(row[3]) / clock.units_per_s
     return out
 
 
-def add_cpu(d, cpu_s):
-    """The CPU numbers of one rep's phase: cpu_s, per MiB, per I/O."""
-    d["cpu_s"] = cpu_s
-    mib = d["io_bytes"] / MIB
-    d["cpu_per_mib"] = (cpu_s / mib if cpu_s is not None and mib > 0
-                        else None)
-    d["cpu_per_op"] = (cpu_s / d["total_ios"] if cpu_s is not None
-                       and d["total_ios"] > 0 else None)
+def run_kind(meta):
+    """What made the run: "bench" (make bench), or the label of the set
+    it is one boot of (bench/run-boots.sh: "nightly", "old", "new")."""
+    boot = meta.get("boot") or {}
+    return boot.get("boot_label") or "bench"
 
 
-def load_run(run_dir):
-    """Read meta.json, its spec and every raw file of the measured arms.
+def injected_delay_ns(meta):
+    """The per-lookup delay a run injected, in ns (0: none), from either
+    of the keys runs have used."""
+    if meta.get("injected_lookup_delay_ns"):
+        return int(meta["injected_lookup_delay_ns"])
+    return int(meta.get("injected_lookup_delay_us") or 0) * 1000
 
-    Returns a dict: dir, meta, format, spec (see build_spec), spec_notes
-    (fallbacks used for an older run), comparisons ([(A, B, label)]),
-    main ((A, B) of the first comparison, or None), reference ({A: B}),
-    arm_order, goals, analysis, metrics, kernel, phases (the fio phases),
-    command_phases (the others: meta.json command_phases), arms (facts per
-    arm, display order), measured (arm list), not_measured ({arm:
-    reason}), data ({arm: {phase: {rep: parse_fio() + cpu_s, cpu_per_mib,
-    cpu_per_op}}}), commands ({arm: {command phase: {rep:
-    read_command_result()}}}), has_cpu, warnings (list of str). Missing or
-    broken raw files are warnings, not errors; a missing or broken
-    meta.json is a RunError.
-    """
+
+def read_meta(run_dir):
+    """meta.json of a run of a format this lab reads, checked for the
+    phases and arms every run has."""
     if not os.path.isdir(run_dir):
         raise RunError(f"run directory {run_dir} does not exist")
     meta = read_json_file(os.path.join(run_dir, "meta.json"))
@@ -572,111 +890,154 @@ def load_run(run_dir):
                        f"reads formats {', '.join(map(str, READS_FORMATS))} "
                        "(host and guest ship together: run the benchmark "
                        "again)")
-    phases = meta.get("phases")
-    arms_meta = meta.get("arms")
+    phases, arms = meta.get("phases"), meta.get("arms")
     if not isinstance(phases, list) or not phases:
         raise RunError(f"{run_dir}/meta.json: 'phases' missing or empty")
-    if not isinstance(arms_meta, dict) or not arms_meta:
+    if not isinstance(arms, dict) or not arms:
         raise RunError(f"{run_dir}/meta.json: 'arms' missing or empty")
-    if fmt == 2:
+    return meta
+
+
+def spec_of(run_dir, meta):
+    """(spec, notes, kernel JSON) of a run: recorded (format 3), or the
+    fallbacks of spec_of_format2."""
+    if meta["format"] == 2:
         spec, notes = spec_of_format2(run_dir, meta)
-        kernel = kernel_of(meta.get("run_info") or {})
-    else:
-        spec, notes = meta.get("spec"), []
-        if not isinstance(spec, dict) or not isinstance(
-                spec.get("arms"), dict) or not isinstance(
-                spec.get("comparisons"), list) or not isinstance(
-                spec.get("workload"), dict):
-            raise RunError(f"{run_dir}/meta.json: format {fmt} without a "
-                           "usable 'spec' (arms, comparisons, workload)")
-        kernel = meta.get("kernel") or kernel_of(meta.get("run_info") or {})
-    comps = [(c["a"], c["b"], c.get("label", "")) for c in spec["comparisons"]]
-    command = [p for p in meta.get("command_phases") or [] if p in phases]
-    phases = [p for p in phases if p not in command]
-    run = {"dir": run_dir, "meta": meta, "format": fmt, "spec": spec,
-           "spec_notes": notes, "comparisons": comps,
-           "main": (comps[0][0], comps[0][1]) if comps else None,
-           "reference": {a: b for a, b, _ in comps},
-           "arm_order": list(spec.get("arm_order") or spec["arms"]),
-           "goals": spec["workload"].get("goals") or {},
-           "analysis": spec["workload"].get("analysis", "phases"),
-           "metrics": spec.get("metrics") or {}, "kernel": kernel,
-           "phases": phases, "command_phases": command}
-    warnings = []
-    arms = {a: arms_meta[a] if isinstance(arms_meta[a], dict) else {}
-            for a in arm_order(run, arms_meta)}
-    cpu = read_cpu(run_dir, meta, warnings) if fmt >= 3 else {}
-    no_cpu = []
-    measured, not_measured, data, commands = [], {}, {}, {}
-    raw = os.path.join(run_dir, "raw")
-    for arm, facts in arms.items():
-        status = facts.get("status", "?")
-        if status != "measured":
-            reason = facts.get("reason") or "no reason given"
-            not_measured[arm] = (reason if status == "skipped"
-                                 else f"status '{status}': {reason}")
-            continue
-        measured.append(arm)
-        data[arm] = {p: {} for p in phases}
-        commands[arm] = {p: {} for p in command}
-        reps = rep_dirs(os.path.join(raw, arm))
-        if not reps:
-            warnings.append(f"{arm}: measured per meta.json, but "
-                            f"raw/{arm}/rep<N>/ has no data")
-        for rep, rdir in reps.items():
-            for phase in command:
-                rel = f"raw/{arm}/rep{rep}/{phase}.tsv"
-                path = os.path.join(rdir, f"{phase}.tsv")
-                if not os.path.exists(path):
-                    warnings.append(f"missing {rel}")
-                    continue
-                d = read_command_result(path)
-                if not d:
-                    warnings.append(f"{rel}: no name<TAB>value line")
-                    continue
-                commands[arm][phase][rep] = {"file": rel, **d}
-            for phase in phases:
-                rel = f"raw/{arm}/rep{rep}/{phase}.json"
-                path = os.path.join(rdir, f"{phase}.json")
-                if not os.path.exists(path):
-                    warnings.append(f"missing {rel}")
-                    continue
-                try:
-                    d = parse_fio(path, rel)
-                except RunError as e:
-                    warnings.append(str(e).replace(run_dir.rstrip("/") + "/",
-                                                   ""))
-                    continue
-                if d["jobs"] > 1:
-                    warnings.append(f"{rel}: {d['jobs']} jobs, only "
-                                    "jobs[0] is used")
-                if d["both_directions"]:
-                    warnings.append(f"{rel}: both reads and writes; only "
-                                    f"{d['direction']}s are used")
-                if d["bins"] is None:
-                    warnings.append(f"{rel}: no clat_ns bins (not json+?): "
-                                    "no latency percentiles")
-                add_cpu(d, cpu.get((arm, rep, phase)))
-                if cpu and d["cpu_s"] is None:
-                    no_cpu.append(f"{arm} rep{rep} {phase}")
-                data[arm][phase][rep] = d
-        want = meta.get("reps")
-        if reps and isinstance(want, int) and len(reps) != want:
-            warnings.append(f"{arm}: {len(reps)} rep directories, "
-                            f"meta.json says reps={want}")
-    if no_cpu:
-        warnings.append(f"cpu.tsv: no CPU time for {len(no_cpu)} measured "
-                        f"phase(s): {', '.join(no_cpu[:6])}"
-                        + (", ..." if len(no_cpu) > 6 else ""))
-    if os.path.isdir(raw):
-        for name in sorted(os.listdir(raw)):
-            if name not in arms:
-                warnings.append(f"raw/{name}/ is not an arm of meta.json; "
-                                "ignored")
-    run.update(arms=arms, measured=measured, not_measured=not_measured,
-               data=data, commands=commands, has_cpu=bool(cpu),
-               warnings=warnings)
+        return spec, notes, kernel_of(meta.get("run_info") or {})
+    spec = meta.get("spec")
+    if not isinstance(spec, dict) or not isinstance(
+            spec.get("arms"), dict) or not isinstance(
+            spec.get("comparisons"), list) or not isinstance(
+            spec.get("workload"), dict):
+        raise RunError(f"{run_dir}/meta.json: format {meta['format']} "
+                       "without a usable 'spec' (arms, comparisons, "
+                       "workload)")
+    return spec, [], meta.get("kernel") or kernel_of(meta.get("run_info")
+                                                     or {})
+
+
+def run_of_meta(run_dir, meta):
+    """The Run that meta.json describes, without the numbers of raw/."""
+    spec, notes, kernel = spec_of(run_dir, meta)
+    command = [p for p in meta.get("command_phases") or []
+               if p in meta["phases"]]
+    cpu = meta.get("cpu") if meta["format"] >= 3 else None
+    run = Run(
+        dir=run_dir, format=meta["format"], meta=meta, spec=spec,
+        spec_notes=notes,
+        comparisons=[Comparison(c["a"], c["b"], c.get("label", ""))
+                     for c in spec["comparisons"]],
+        arm_order=list(spec.get("arm_order") or spec["arms"]),
+        arm_definitions=spec["arms"],
+        goals=Goals.from_json(spec["workload"].get("goals") or {}),
+        analysis=spec["workload"].get("analysis", PLAIN_ANALYSIS),
+        metrics=spec.get("metrics") or {}, kernel=Kernel.from_json(kernel),
+        phases=[p for p in meta["phases"] if p not in command],
+        command_phases=command,
+        cpu=CpuInfo.from_json(cpu) if isinstance(cpu, dict) else None,
+        workload=meta.get("workload", "?"),
+        description=meta.get("description", ""),
+        date=meta.get("date"), reps=meta.get("reps"),
+        run_info=meta.get("run_info") or {},
+        order=[(o[0], int(o[1])) for o in meta.get("order") or []
+               if isinstance(o, list) and len(o) == 2],
+        order_rule=(meta.get("order_rule") or {}).get("rule", "fixed"),
+        prep=meta.get("prep"), saves=meta.get("saves") or [],
+        fio_version=meta.get("fio_version"),
+        jobfiles=meta.get("jobfiles") or {},
+        profile_phase=meta.get("profile_phase") or None,
+        workload_params=meta.get("workload_params") or {},
+        extent_checks=[c for c in meta.get("extent_checks") or []
+                       if isinstance(c, dict)],
+        extent_counts=meta.get("extent_counts"),
+        min_extents=meta.get("min_extents"),
+        profiled_extent_counts=meta.get("profiled_extent_counts") or {},
+        arm_fact_problems=meta.get("arm_fact_problems") or [],
+        injected_delay_ns=injected_delay_ns(meta), kind=run_kind(meta))
+    run.arms = {a: Arm.from_json(a, meta["arms"][a])
+                for a in run.ordered(meta["arms"])}
     return run
+
+
+def load_run(run_dir):
+    """The Run of a run directory: meta.json, its spec and every raw file
+    of the measured arms. Missing or broken raw files are warnings, not
+    errors; a missing or broken meta.json is a RunError."""
+    meta = read_meta(run_dir)
+    run = run_of_meta(run_dir, meta)
+    cpu = read_cpu(run_dir, meta, run.warnings) if run.format >= 3 else {}
+    run.has_cpu = bool(cpu)
+    no_cpu = []
+    for arm in run.measured:
+        reps = rep_dirs(os.path.join(run_dir, "raw", arm))
+        if not reps:
+            run.warnings.append(f"{arm}: measured per meta.json, but "
+                                f"raw/{arm}/rep<N>/ has no data")
+        run.commands[arm] = {p: {} for p in run.command_phases}
+        run.data[arm] = {p: {} for p in run.phases}
+        for rep, rdir in reps.items():
+            read_commands(run, arm, rep, rdir)
+            for phase in run.phases:
+                d = read_rep(run, arm, rep, rdir, phase)
+                if d is None:
+                    continue
+                d = d.with_cpu(cpu.get((arm, rep, phase)))
+                if cpu and d.cpu_s is None:
+                    no_cpu.append(f"{arm} rep{rep} {phase}")
+                run.data[arm][phase][rep] = d
+        if reps and isinstance(run.reps, int) and len(reps) != run.reps:
+            run.warnings.append(f"{arm}: {len(reps)} rep directories, "
+                                f"meta.json says reps={run.reps}")
+    if no_cpu:
+        run.warnings.append(
+            f"cpu.tsv: no CPU time for {len(no_cpu)} measured phase(s): "
+            f"{', '.join(no_cpu[:6])}" + (", ..." if len(no_cpu) > 6
+                                           else ""))
+    raw = os.path.join(run_dir, "raw")
+    for name in sorted(os.listdir(raw)) if os.path.isdir(raw) else []:
+        if name not in run.arms:
+            run.warnings.append(f"raw/{name}/ is not an arm of meta.json; "
+                                "ignored")
+    return run
+
+
+def read_commands(run, arm, rep, rdir):
+    """The results of one rep's command phases into run.commands."""
+    for phase in run.command_phases:
+        rel = f"raw/{arm}/rep{rep}/{phase}.tsv"
+        path = os.path.join(rdir, f"{phase}.tsv")
+        if not os.path.exists(path):
+            run.warnings.append(f"missing {rel}")
+            continue
+        d = read_command_result(path)
+        if not d:
+            run.warnings.append(f"{rel}: no name<TAB>value line")
+            continue
+        run.commands[arm][phase][rep] = {"file": rel, **d}
+
+
+def read_rep(run, arm, rep, rdir, phase):
+    """The RepValue of one rep's fio phase, None if it is missing or
+    broken; what it lacks or has too much of goes to run.warnings."""
+    rel = f"raw/{arm}/rep{rep}/{phase}.json"
+    path = os.path.join(rdir, f"{phase}.json")
+    if not os.path.exists(path):
+        run.warnings.append(f"missing {rel}")
+        return None
+    try:
+        d = parse_fio(path, rel)
+    except RunError as e:
+        run.warnings.append(str(e).replace(run.dir.rstrip("/") + "/", ""))
+        return None
+    if d.jobs > 1:
+        run.warnings.append(f"{rel}: {d.jobs} jobs, only jobs[0] is used")
+    if d.both_directions:
+        run.warnings.append(f"{rel}: both reads and writes; only "
+                            f"{d.direction}s are used")
+    if d.bins is None:
+        run.warnings.append(f"{rel}: no clat_ns bins (not json+?): no "
+                            "latency percentiles")
+    return d
 
 
 def _value(text):
@@ -707,439 +1068,3 @@ def read_command_result(path):
     if isinstance(units, int) and isinstance(per_s, int) and per_s > 0:
         out["cpu_s"] = units / per_s
     return out
-
-
-def command_values(run, arm, phase, name):
-    """{rep: value} of one number of a command phase's results (one arm);
-    reps without it, or where it is not a number, are left out."""
-    reps = (run.get("commands") or {}).get(arm, {}).get(phase, {})
-    return {r: d[name] for r, d in reps.items()
-            if isinstance(d.get(name), (int, float))
-            and not isinstance(d.get(name), bool)}
-
-
-def values_by_rep(run, arm, phase, metric):
-    """{rep: value} of one per-rep metric (bw_bytes, iops, cpu_s,
-    cpu_per_mib, cpu_per_op) of one arm and phase; reps without it (no CPU
-    data) are left out; empty if not measured."""
-    reps = run["data"].get(arm, {}).get(phase, {})
-    return {r: d[metric] for r, d in reps.items()
-            if d.get(metric) is not None}
-
-
-def timed_extent_counts(run):
-    """{(arm, label): [FIEMAP extent counts]} of the timed reps' checks
-    (meta extent_checks without the preparation's and the profiled rep's)."""
-    out = {}
-    for c in run["meta"].get("extent_checks") or []:
-        if isinstance(c, dict) and c.get("rep") not in ("profiled",
-                                                         "prepare"):
-            out.setdefault((c.get("arm"), c.get("label")),
-                           []).append(c.get("extents"))
-    return out
-
-
-def bw_by_rep(run, arm, phase):
-    """{rep: bw_bytes} of one arm and phase (empty if not measured)."""
-    return values_by_rep(run, arm, phase, "bw_bytes")
-
-
-def bins_of(run, arm, phase):
-    """Per-rep latency histograms of one arm and phase (reps with bins)."""
-    reps = run["data"].get(arm, {}).get(phase, {})
-    return [d["bins"] for _, d in sorted(reps.items()) if d["bins"]]
-
-
-def phase_direction(run, phase):
-    """'read' or 'write' from the data; from the phase name if no data."""
-    seen = [d["direction"] for arm in run["measured"]
-            for d in run["data"][arm][phase].values()]
-    if seen:
-        return max(set(seen), key=seen.count)
-    return "write" if "write" in phase else "read"
-
-
-def arm_absent_reason(run, arm):
-    """Why arm has no numbers in this run, or None if it has some."""
-    if arm not in run["arms"]:
-        return f"{arm} is not an arm of this run"
-    if arm in run["not_measured"]:
-        return f"{arm} skipped: {run['not_measured'][arm]}"
-    return None
-
-
-def metric_better(run, metric):
-    """"higher" or "lower": which way the metric improves (the run's own
-    metric definitions; throughput when unknown)."""
-    return (run["metrics"].get(metric) or METRICS.get(metric)
-            or {}).get("better", "higher")
-
-
-def tracked_ratios(run, metric="bw_bytes"):
-    """{ "A/B": {phase: (reps, ratios) or reason-str} } for every comparison
-    of the run, in its order.
-
-    The per-rep ratios A.metric[repN] / B.metric[repN] that
-    reports.labstats.ratio() summarizes and the regression check and the
-    history track. A str value means the ratio cannot be computed from
-    this run: an arm is skipped or absent, or no rep has both arms (for a
-    CPU metric: no CPU data).
-    """
-    out = {}
-    for a, b, _ in run["comparisons"]:
-        name = f"{a}/{b}"
-        out[name] = {}
-        reason = arm_absent_reason(run, a) or arm_absent_reason(run, b)
-        for phase in run["phases"]:
-            if reason:
-                out[name][phase] = reason
-                continue
-            reps, ratios = L.paired_ratios(
-                values_by_rep(run, a, phase, metric),
-                values_by_rep(run, b, phase, metric))
-            out[name][phase] = ((reps, ratios) if ratios else
-                                f"no rep has {metric} for both {a} and {b}")
-    return out
-
-
-# ------------------------------------------------ collecting a guest run
-
-def _read_tsv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
-
-
-def shell_vars(path, before=None):
-    """{name: value} of the variables the shell file PATH sets, resolved
-    by bash the way the guest reads it (quotes, ${X:-default}, $((...)),
-    comments), after sourcing BEFORE when given (bench.env before a
-    workload.conf: the run's overrides). The variables of BEFORE are left
-    out unless PATH sets them again."""
-    script = ('set -a; [ -z "$2" ] || . "$2" >/dev/null 2>&1; '
-              'before=$(env -0 | base64 -w0); . "$1" >/dev/null || exit 3; '
-              'printf "%s\\0" "$before"; env -0')
-    if not os.path.exists(path):
-        return {}
-    out = subprocess.run(
-        ["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", script, "vars",
-         path, before or ""], capture_output=True, check=False)
-    if out.returncode != 0:
-        raise RunError(f"bash could not source {path}: "
-                       f"{out.stderr.decode(errors='replace').strip()}")
-    first, _, rest = out.stdout.partition(b"\0")
-    old = _env_pairs(base64.b64decode(first))
-    new = _env_pairs(rest)
-    skip = {"PATH", "PWD", "SHLVL", "_", "OLDPWD", "before"}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        assigned = set(re.findall(
-            r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", f.read(), re.M))
-    return {k: v for k, v in new.items()
-            if k not in skip and (k in assigned or k not in old)}
-
-
-def _env_pairs(raw):
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.decode(errors="replace").partition("=")
-        if sep and key:
-            out[key] = value
-    return out
-
-
-def _read_kv(path, strip_quotes=False):
-    out = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.rstrip("\n").partition("=")
-                if sep:
-                    out[key] = value.strip('"') if strip_quotes else value
-    return out
-
-
-def _read_text(path):
-    """A small file's text, stripped; "" if it is not there."""
-    if not os.path.exists(path):
-        return ""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read().strip()
-
-
-def _guest_text(bench, name):
-    path = os.path.join(bench, name)
-    if not os.path.exists(path):
-        raise RunError(f"the guest did not write {name} ({path})")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read().strip()
-
-
-# What the guest records per arm in facts.tsv (arm, rep, key, value).
-FACT_KEYS = ("fs", "mkfs", "mount_cmd", "mount_options", "tuning", "policy",
-             "key_mode", "key_mode_source")
-
-
-def arm_facts(rows):
-    """{arm: {key: value}} from facts.tsv rows, the first rep's facts of
-    each arm, and a list of disagreements between that arm's reps (an arm
-    must be set up the same way every time)."""
-    by_arm, problems = {}, []
-    for row in rows:
-        if len(row) != 4 or row[2] not in FACT_KEYS:
-            raise RunError(f"facts.tsv: bad line {row!r}")
-        arm, rep, key, value = row
-        reps = by_arm.setdefault(arm, {})
-        reps.setdefault(rep, {})[key] = value
-    facts = {}
-    for arm, reps in by_arm.items():
-        first_rep, first = next(iter(reps.items()))
-        for rep, f in reps.items():
-            for key in ("mount_options", "key_mode", "policy", "tuning"):
-                a, b = first.get(key, ""), f.get(key, "")
-                if a != b:
-                    problems.append(f"{arm}: {key} of rep {rep} ({b!r}) "
-                                    f"differs from rep {first_rep} ({a!r})")
-        facts[arm] = first
-    return facts, problems
-
-
-# The guest's record of the window each timed phase's CPU time covers:
-# arm, rep, phase, io|process, CPU time around the whole fio process.
-CPU_WINDOWS = "cpu-windows.tsv"
-
-
-def run_kind(meta):
-    """What made the run: "bench" (make bench), or the label of the set
-    it is one boot of (bench/run-boots.sh: "nightly", "old", "new")."""
-    boot = meta.get("boot") or {}
-    return boot.get("boot_label") or "bench"
-
-
-def injected_delay_ns(meta):
-    """The per-lookup delay a run injected, in ns (0: none), from either
-    of the keys runs have used."""
-    if meta.get("injected_lookup_delay_ns"):
-        return int(meta["injected_lookup_delay_ns"])
-    return int(meta.get("injected_lookup_delay_us") or 0) * 1000
-
-
-def _guest_lines(bench, name):
-    path = os.path.join(bench, name)
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()]
-
-
-def _order_rule(bench):
-    """{"rule": rotate|random|fixed, "seed": N}; runs before the guest
-    recorded it ran every rep in the fixed order."""
-    words = " ".join(_guest_lines(bench, "order-rule")).split()
-    if not words:
-        return {"rule": "fixed", "seed": 0,
-                "source": "not recorded: the guest ran A B C in every rep"}
-    return {"rule": words[0], "seed": int(words[1]) if len(words) > 1
-            and words[1].isdigit() else 0}
-
-
-def cpu_window(bench):
-    """{"window": io|process|mixed, "window_counts": {kind: phases}} from
-    the guest's cpu-windows.tsv. io: fio's exec_prerun to exec_postrun
-    (its I/O only); process: around the whole fio run (start and exit
-    included). A guest without the file measured around the process."""
-    path = os.path.join(bench, CPU_WINDOWS)
-    if not os.path.exists(path):
-        return {"window": "process", "window_counts": {},
-                "window_source": "no cpu-windows.tsv: the guest measured "
-                                 "around the whole fio process"}
-    counts = {}
-    for row in _read_tsv(path):
-        if len(row) >= 4 and row[3] in ("io", "process"):
-            counts[row[3]] = counts.get(row[3], 0) + 1
-    kinds = sorted(counts)
-    window = kinds[0] if len(kinds) == 1 else ("mixed" if kinds
-                                               else "process")
-    return {"window": window, "window_counts": counts,
-            "window_source": CPU_WINDOWS}
-
-
-def collect(vm, job, run):
-    """Turn a benchmark VM's output into a raw run directory (format 3).
-
-    vm: the runner's output (results/bench/ from the guest, run.info,
-    console.log); job: the job that ran (bench.env, the arm files and the
-    workload's files it shipped); run: the run directory to write
-    (meta.json, raw/, profiles/, cpu.tsv, console.log). Only reads what the
-    guest recorded and what the job shipped: nothing about an arm is
-    computed on the host, and the run's spec (arms, comparisons, goals,
-    metrics: build_spec) comes from the job's copy of bench/arms and of
-    the workload, not from the working tree. Returns meta.
-    """
-    bench = os.path.join(vm, "results", "bench")
-    fmt = _guest_text(bench, "format")
-    if fmt != str(FORMAT):
-        raise RunError(f"the guest wrote run format {fmt!r}, this host "
-                       f"reads {FORMAT}: bench/ and reports/ disagree")
-    env = shell_vars(os.path.join(job, "bench.env"))
-    workload = env["WORKLOAD"]
-    wl_dir = os.path.join(job, "bench", "workloads", workload)
-    # as the guest reads it: sourced by bash after bench.env
-    conf = shell_vars(os.path.join(wl_dir, "workload.conf"),
-                      os.path.join(job, "bench.env"))
-    job_arms = os.path.join(job, "bench", "arms")
-    if not os.path.isdir(job_arms):
-        raise RunError(f"the job has no arm files ({job_arms})")
-    arm_specs = read_arm_specs(job_arms)
-    facts, problems = arm_facts(_read_tsv(os.path.join(bench, "facts.tsv")))
-
-    arms = {}
-    for row in _read_tsv(os.path.join(bench, "arms.tsv")):
-        if len(row) != 3 or row[1] not in ("measured", "skipped"):
-            raise RunError(f"arms.tsv: bad line {row!r}")
-        arm, status, reason = row
-        if status == "skipped":
-            arms[arm] = {"status": "skipped", "reason": reason}
-            continue
-        if arm not in facts:
-            raise RunError(f"{arm} was measured, but the guest recorded "
-                           "no facts for it (facts.tsv)")
-        f = facts[arm]
-        arms[arm] = {"status": "measured",
-                     **{k: f.get(k, "") for k in FACT_KEYS},
-                     "encrypted": bool(f.get("policy"))}
-
-    # extents.tsv: arm, rep, label, extents, shared, min, max, min_shared,
-    # path: one line per file the workload promised something about.
-    # extent_counts keeps, per arm, the first file's count of each timed
-    # rep; extent_checks has every line.
-    extents, checks, profiled = {}, [], {}
-    for row in _read_tsv(os.path.join(bench, "extents.tsv")):
-        if len(row) != 9:
-            raise RunError(f"extents.tsv: bad line {row!r}")
-        arm, rep, label, count, shared, lo, hi, slo, path = row
-        check = {"arm": arm,
-                 "rep": rep if rep in ("profiled", "prepare") else int(rep),
-                 "label": label, "extents": int(count),
-                 "shared": int(shared or 0),
-                 "min": int(lo) if lo.isdigit() else None,
-                 "max": int(hi) if hi.isdigit() else None,
-                 "min_shared": int(slo) if slo.isdigit() else 0,
-                 "path": path}
-        checks.append(check)
-        if rep == "profiled":
-            profiled.setdefault(arm, {})[label] = int(count)
-        elif rep == "prepare":
-            pass  # the preparation's own check; the reps check again
-        elif not any(c["arm"] == arm and c["rep"] == check["rep"]
-                     for c in checks[:-1]):
-            extents.setdefault(arm, []).append(int(count))
-
-    run_info = _read_kv(os.path.join(vm, "run.info"))
-    jobfiles = {}
-    for name in sorted(os.listdir(wl_dir)):
-        with open(os.path.join(wl_dir, name), encoding="utf-8") as f:
-            jobfiles[name] = f.read()
-    saves = [{"arm": a, "what": w, "kib": int(k), "seconds": int(t)}
-             for a, w, k, t in _read_tsv(os.path.join(bench, "saves.tsv"))]
-    phases = _guest_text(bench, "phases").split()
-    # the phases that ran a command of the workload, not fio (a guest
-    # before command phases wrote no such file)
-    command_phases = _read_text(os.path.join(bench,
-                                             "command-phases")).split()
-    # CPU time per timed phase (cpu.tsv: arm, rep, phase, ns or ticks);
-    # a guest that could not read /proc/stat wrote none
-    cpu_tsv = os.path.join(bench, "cpu.tsv")
-    cpu = None
-    if os.path.exists(cpu_tsv) and os.path.getsize(cpu_tsv) > 0:
-        hz = _read_text(os.path.join(bench, "user-hz"))
-        source = _read_text(os.path.join(bench, "cpu-source")) or "stat"
-        # USER_HZ, the unit of /proc/stat, is 100 on x86 whatever HZ is
-        cpu = {"file": "cpu.tsv",
-               "source": source,
-               "units_per_s": (10 ** 9 if source == "schedstat" else
-                               int(hz) if hz.isdigit() and int(hz) > 0
-                               else 100),
-               "user_hz": int(hz) if hz.isdigit() and int(hz) > 0 else 100,
-               "user_hz_source": ("getconf CLK_TCK in the guest"
-                                  if hz.isdigit() and int(hz) > 0 else
-                                  "not recorded: 100, USER_HZ of x86"),
-               "lines": len(_read_tsv(cpu_tsv)),
-               **cpu_window(bench)}
-    meta = {
-        "format": FORMAT,
-        # what the run needs to be read later, from the job that ran
-        "spec": build_spec(arm_specs, workload, conf,
-                           [p for p in phases if p not in command_phases],
-                           "job/bench/arms (the arm files the guest ran)"),
-        "kernel": kernel_of(run_info, env),
-        "cpu": cpu,
-        # how reps were made: "once" (each arm prepared once, its
-        # filesystem restored before every rep) or "each" (fresh mkfs and
-        # preparation per rep); saves: what was saved and restored
-        "prep": _guest_text(bench, "prep-mode"),
-        "saves": saves,
-        "workload": workload,
-        "date": run_info.get("date", ""),
-        "reps": int(env["REPS"]),
-        "description": conf.get("description", ""),
-        # the guest writes the phases it ran (a workload may compute them)
-        "phases": phases,
-        # those of them that ran the workload's command, not fio: their
-        # results are raw/<arm>/rep<N>/<phase>.tsv (read_command_result)
-        "command_phases": command_phases,
-        "profile_phase": _guest_text(bench, "profile-phase"),
-        "arms": arms,
-        "arm_fact_problems": problems,
-        "order": [[arm, int(rep)] for arm, rep in
-                  _read_tsv(os.path.join(bench, "order.tsv"))],
-        "run_info": run_info,
-        "fio_version": _guest_text(bench, "fio-version"),
-        "jobfiles": jobfiles,
-        "extent_counts": extents,
-        "extent_checks": checks,
-        "profiled_extent_counts": profiled,
-        # what the run set of the generic extent bounds and of the
-        # workload's own variables (PARAMS), as bench/run-bench.sh
-        # forwarded them
-        "overrides": {k: env[k] for k in ["MIN_EXTENTS", "MAX_EXTENTS"]
-                      + conf.get("PARAMS", "").split() if k in env},
-        "min_extents": int(_guest_text(bench, "min-extents")),
-        # The workload's own parameters as the guest resolved them (PARAMS
-        # in its workload.conf); {} for runs from before they were kept.
-        "workload_params": _read_kv(os.path.join(bench, "params")),
-        # A deliberate slowdown (fscrypto.extent_lookup_delay_ns), used to
-        # show that the regression checks catch regressions and to measure
-        # the smallest one they catch; 0 in real runs. Runs before
-        # 2026-12-07 10:00 UTC recorded injected_lookup_delay_us instead
-        # (injected_delay_ns reads both).
-        "injected_lookup_delay_ns": int(env.get("INJECT_LOOKUP_DELAY_NS",
-                                                "0") or 0),
-        # The order of the arms in each rep: "rotate", "random" (with its
-        # seed) or "fixed" (every run before 2026-12-07); the order that
-        # ran is "order".
-        "order_rule": _order_rule(bench),
-        # The phases whose CPU window ends after a sync of the filesystem
-        # (those that write: the transaction commit is in their window).
-        "window_sync_phases": _guest_lines(bench, "window-sync-phases"),
-        # A run that is one boot of a set (bench/run-boots.sh: a nightly of
-        # several boots, or make bench-ab): the set, its label (the kernel's
-        # role: old, new, or the nightly's one label) and the boot's number.
-        "boot": {k.lower(): env[k] for k in ("SET_ID", "BOOT_LABEL",
-                                             "BOOT_INDEX") if k in env},
-    }
-    os.makedirs(run, exist_ok=True)
-    for sub in ("raw", "profiles"):
-        src = os.path.join(bench, sub)
-        if os.path.isdir(src):
-            shutil.copytree(src, os.path.join(run, sub), dirs_exist_ok=True)
-    shutil.copy(os.path.join(vm, "console.log"),
-                os.path.join(run, "console.log"))
-    if cpu:
-        shutil.copy(cpu_tsv, os.path.join(run, "cpu.tsv"))
-        if os.path.exists(os.path.join(bench, CPU_WINDOWS)):
-            shutil.copy(os.path.join(bench, CPU_WINDOWS),
-                        os.path.join(run, CPU_WINDOWS))
-    with open(os.path.join(run, "meta.json"), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-    return meta

@@ -41,6 +41,7 @@ import unittest
 import numpy as np
 
 from reports import runmodel as M
+from reports.collect import read_kv
 
 # made-up relative throughput of each arm (btrfs-inode = 1)
 SPEED = {"btrfs-extent": 0.985, "btrfs-extent-key": 0.77, "btrfs-inode": 1.0,
@@ -521,7 +522,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         # what collect() adds: the spec (from the arm files and the
         # workload.conf of the lab, as a job would ship them), the kernel
         # and the CPU data
-        wl = M._read_kv(os.path.join(M.WORKLOADS_DIR, meta["workload"],
+        wl = read_kv(os.path.join(M.WORKLOADS_DIR, meta["workload"],
                                      "workload.conf"), strip_quotes=True)
         meta["description"] = wl.get("description", "")
         meta["spec"] = M.build_spec(specs, meta["workload"], wl,

@@ -17,6 +17,7 @@ import unittest
 
 from reports import history as H
 from reports import render
+from reports import collect as C
 from reports import runmodel as M
 from reports import synthrun
 from reports.test_runmodel import fake_guest
@@ -47,8 +48,8 @@ class GuestDir(unittest.TestCase):
 class Window(GuestDir):
     def collect(self, windows=None):
         if windows is not None:
-            write(os.path.join(self.bench, M.CPU_WINDOWS), windows)
-        return M.collect(self.vm, self.job, self.run_dir)
+            write(os.path.join(self.bench, C.CPU_WINDOWS), windows)
+        return C.collect(self.vm, self.job, self.run_dir)
 
     def cpu_text(self):
         run = M.load_run(self.run_dir)
@@ -61,7 +62,7 @@ class Window(GuestDir):
         self.assertEqual(meta["cpu"]["window_counts"], {"io": 2})
         # the file travels with the run (the ticks around the process too)
         self.assertTrue(os.path.exists(os.path.join(self.run_dir,
-                                                    M.CPU_WINDOWS)))
+                                                    C.CPU_WINDOWS)))
         self.assertIn("exec_prerun", self.cpu_text())
         self.assertNotIn("toward 1", self.cpu_text())
         # the metric's definition says what the window is
@@ -72,7 +73,7 @@ class Window(GuestDir):
         meta = self.collect()
         self.assertEqual(meta["cpu"]["window"], "process")
         self.assertFalse(os.path.exists(os.path.join(self.run_dir,
-                                                     M.CPU_WINDOWS)))
+                                                     C.CPU_WINDOWS)))
         self.assertIn("start and exit", self.cpu_text())
 
     def test_mixed_windows_are_said(self):
@@ -87,7 +88,8 @@ class Window(GuestDir):
         # a meta.json from before cpu.window: no key at all
         self.collect()
         run = M.load_run(self.run_dir)
-        run["meta"]["cpu"].pop("window")
+        run.cpu = M.CpuInfo(source=run.cpu.source,
+                            units_per_s=run.cpu.units_per_s)
         self.assertIn("start and exit", render.cpu_window_text(run))
 
     def test_report_renders_the_window(self):
@@ -156,24 +158,29 @@ class CpuSource(GuestDir):
         with open(os.path.join(self.bench, "cpu.tsv"),
                   encoding="utf-8") as f:
             first = f.readline().split("\t")
-        meta = M.collect(self.vm, self.job, self.run_dir)
+        meta = C.collect(self.vm, self.job, self.run_dir)
         self.assertEqual(meta["cpu"]["source"], "schedstat")
-        self.assertEqual(M.cpu_clock(meta), ("schedstat", 10 ** 9))
+        clock = M.CpuInfo.from_json(meta["cpu"])
+        self.assertEqual((clock.source, clock.units_per_s),
+                         ("schedstat", 10 ** 9))
         cpu = M.read_cpu(self.run_dir, meta, [])
         key = (first[0], int(first[1]), first[2])
         self.assertAlmostEqual(cpu[key], int(first[3]) / 1e9)
         run = M.load_run(self.run_dir)
-        self.assertIn("/proc/schedstat", render.cpu_source_text(run["meta"]))
+        self.assertIn("/proc/schedstat", render.cpu_source_text(run))
 
     def test_old_run_is_stat_ticks(self):
-        meta = M.collect(self.vm, self.job, self.run_dir)
+        meta = C.collect(self.vm, self.job, self.run_dir)
         meta["cpu"].pop("source")
         meta["cpu"].pop("units_per_s")
-        self.assertEqual(M.cpu_clock(meta), ("stat", meta["cpu"]["user_hz"]))
+        clock = M.CpuInfo.from_json(meta["cpu"])
+        self.assertEqual((clock.source, clock.units_per_s),
+                         ("stat", meta["cpu"]["user_hz"]))
 
     def test_unknown_source_is_unusable(self):
         meta = {"cpu": {"source": "rdtsc", "units_per_s": 1}}
-        self.assertEqual(M.cpu_clock(meta), ("rdtsc", None))
+        clock = M.CpuInfo.from_json(meta["cpu"])
+        self.assertEqual((clock.source, clock.units_per_s), ("rdtsc", None))
         warnings = []
         os.makedirs(self.run_dir)
         write(os.path.join(self.run_dir, "cpu.tsv"), "a\t1\tp\t5\n")

@@ -11,6 +11,7 @@ import tempfile
 import unittest
 
 from reports import render
+from reports import collect as C
 from reports import runmodel as M
 from reports import synthrun
 
@@ -107,7 +108,7 @@ class Collect(unittest.TestCase):
     def test_arms_are_what_the_guest_recorded(self):
         vm, job = fake_guest(self.root)
         run_dir = os.path.join(self.root, "run")
-        meta = M.collect(vm, job, run_dir)
+        meta = C.collect(vm, job, run_dir)
         self.assertEqual(meta["format"], M.FORMAT)
         inode = meta["arms"]["btrfs-inode"]
         self.assertIn("fscrypt_per_inode_keys", inode["mount_options"])
@@ -131,15 +132,15 @@ class Collect(unittest.TestCase):
         self.assertIn("each arm prepared once", doc.to_md())
         self.assertIn("a restore took 6-6 s", doc.to_md())
         run = M.load_run(run_dir)
-        self.assertEqual(run["measured"], ["btrfs-extent", "btrfs-inode"])
-        self.assertEqual(M.bw_by_rep(run, "btrfs-inode", "seqread"),
+        self.assertEqual(run.measured, ["btrfs-extent", "btrfs-inode"])
+        self.assertEqual(run.values("btrfs-inode", "seqread", "bw_bytes"),
                          {1: 1000.0})
 
     def test_arms_table_shows_the_guests_mount_options(self):
         # the bug of issue 15: the table said "(defaults)" for btrfs-inode
         vm, job = fake_guest(self.root)
         run_dir = os.path.join(self.root, "run")
-        M.collect(vm, job, run_dir)
+        C.collect(vm, job, run_dir)
         doc = render.Doc()
         render.section_arms(doc, M.load_run(run_dir))
         md = doc.to_md()
@@ -152,7 +153,7 @@ class Collect(unittest.TestCase):
     def test_command_phases(self):
         # a guest before command phases wrote no command-phases file
         vm, job = fake_guest(os.path.join(self.root, "old"))
-        meta = M.collect(vm, job, os.path.join(self.root, "old-run"))
+        meta = C.collect(vm, job, os.path.join(self.root, "old-run"))
         self.assertEqual(meta["command_phases"], [])
         # a phase that ran the workload's command, not fio: its result is
         # rep<N>/PHASE.tsv, never read as fio output, and not judged
@@ -169,23 +170,23 @@ class Collect(unittest.TestCase):
                         "cpu_units\t3\ncpu_units_per_s\t100\n"
                         "cpu_source\tstat\n")
         run_dir = os.path.join(self.root, "run")
-        meta = M.collect(vm, job, run_dir)
+        meta = C.collect(vm, job, run_dir)
         self.assertEqual(meta["phases"], ["seqread", "rekey-n10"])
         self.assertEqual(meta["command_phases"], ["rekey-n10"])
         self.assertEqual(meta["spec"]["workload"]["goals"]["judged_phases"],
                          ["seqread"])
         run = M.load_run(run_dir)
-        self.assertEqual(run["phases"], ["seqread"])
-        self.assertEqual(run["command_phases"], ["rekey-n10"])
-        self.assertEqual(run["warnings"], [])
-        got = run["commands"]["btrfs-inode"]["rekey-n10"][1]
+        self.assertEqual(run.phases, ["seqread"])
+        self.assertEqual(run.command_phases, ["rekey-n10"])
+        self.assertEqual(run.warnings, [])
+        got = run.commands["btrfs-inode"]["rekey-n10"][1]
         self.assertEqual((got["nr_names"], got["elapsed_ns"], got["from_key"],
                           got["cpu_s"]), (11, 5000, "ab", 0.03))
-        self.assertEqual(M.command_values(run, "btrfs-extent", "rekey-n10",
+        self.assertEqual(run.command_values("btrfs-extent", "rekey-n10",
                                           "elapsed_ns"), {1: 5000})
-        self.assertEqual(M.bw_by_rep(run, "btrfs-inode", "seqread"),
+        self.assertEqual(run.values("btrfs-inode", "seqread", "bw_bytes"),
                          {1: 1000.0})
-        self.assertNotIn("rekey-n10", run["data"]["btrfs-inode"])
+        self.assertNotIn("rekey-n10", run.data["btrfs-inode"])
         # the Run table lists them
         doc = render.Doc()
         render.section_run(doc, run)
@@ -195,7 +196,7 @@ class Collect(unittest.TestCase):
     def test_other_format_refused(self):
         vm, job = fake_guest(self.root, fmt="1")
         with self.assertRaisesRegex(M.RunError, "format '1'"):
-            M.collect(vm, job, os.path.join(self.root, "run"))
+            C.collect(vm, job, os.path.join(self.root, "run"))
 
     def test_measured_arm_without_facts_refused(self):
         vm, job = fake_guest(self.root)
@@ -205,13 +206,13 @@ class Collect(unittest.TestCase):
         with open(path, "w") as f:
             f.writelines(keep)
         with self.assertRaisesRegex(M.RunError, "btrfs-inode .*no facts"):
-            M.collect(vm, job, os.path.join(self.root, "run"))
+            C.collect(vm, job, os.path.join(self.root, "run"))
 
     def test_reps_set_up_differently_are_reported(self):
         vm, job = fake_guest(self.root, facts_extra=[
             ("btrfs-inode", "profiled", "mount_options", "rw,other"),
             ("btrfs-inode", "profiled", "key_mode", "per-inode")])
-        meta = M.collect(vm, job, os.path.join(self.root, "run"))
+        meta = C.collect(vm, job, os.path.join(self.root, "run"))
         self.assertEqual(len(meta["arm_fact_problems"]), 2,
                          meta["arm_fact_problems"])
         self.assertIn("mount_options of rep profiled",
@@ -233,7 +234,7 @@ class Collect(unittest.TestCase):
     def test_the_run_describes_itself(self):
         vm, job = fake_guest(self.root)
         run_dir = os.path.join(self.root, "run")
-        meta = M.collect(vm, job, run_dir)
+        meta = C.collect(vm, job, run_dir)
         spec = meta["spec"]
         # the job's arm files, in their order, with the comparisons
         self.assertEqual(spec["arm_order"], [
@@ -260,12 +261,12 @@ class Collect(unittest.TestCase):
         # CPU: 7 ticks at 100 Hz for 4096 bytes moved in 1 I/O
         self.assertEqual(meta["cpu"]["user_hz"], 100)
         run = M.load_run(run_dir)
-        d = run["data"]["btrfs-extent"]["seqread"][1]
-        self.assertAlmostEqual(d["cpu_s"], 0.07)
-        self.assertAlmostEqual(d["cpu_per_mib"], 0.07 * 256)
-        self.assertAlmostEqual(d["cpu_per_op"], 0.07)
-        self.assertTrue(run["has_cpu"])
-        self.assertEqual(run["main"], ("btrfs-extent", "btrfs-inode"))
+        d = run.data["btrfs-extent"]["seqread"][1]
+        self.assertAlmostEqual(d.cpu_s, 0.07)
+        self.assertAlmostEqual(d.cpu_per_mib, 0.07 * 256)
+        self.assertAlmostEqual(d.cpu_per_op, 0.07)
+        self.assertTrue(run.has_cpu)
+        self.assertEqual((run.main.a, run.main.b), ("btrfs-extent", "btrfs-inode"))
 
     def test_spec_comes_from_the_job_not_the_working_tree(self):
         vm, job = fake_guest(self.root)
@@ -274,7 +275,7 @@ class Collect(unittest.TestCase):
             text = f.read()
         with open(conf, "w") as f:  # now the first comparison
             f.write(text.replace("COMPARISON_ORDER=5", "COMPARISON_ORDER=0"))
-        meta = M.collect(vm, job, os.path.join(self.root, "run"))
+        meta = C.collect(vm, job, os.path.join(self.root, "run"))
         self.assertEqual(meta["spec"]["comparisons"][0]["a"], "btrfs-plain")
         self.assertEqual(meta["spec"]["workload"]["goals"]["comparison"],
                          ["btrfs-plain", "ext4-plain"])
@@ -283,12 +284,12 @@ class Collect(unittest.TestCase):
         # a guest that could not read /proc/stat wrote an empty cpu.tsv
         vm, job = fake_guest(self.root, cpu="")
         run_dir = os.path.join(self.root, "run")
-        meta = M.collect(vm, job, run_dir)
+        meta = C.collect(vm, job, run_dir)
         self.assertIsNone(meta["cpu"])
         run = M.load_run(run_dir)
-        self.assertFalse(run["has_cpu"])
-        self.assertIsNone(run["data"]["btrfs-inode"]["seqread"][1]["cpu_s"])
-        self.assertEqual(M.values_by_rep(run, "btrfs-inode", "seqread",
+        self.assertFalse(run.has_cpu)
+        self.assertIsNone(run.data["btrfs-inode"]["seqread"][1].cpu_s)
+        self.assertEqual(run.values("btrfs-inode", "seqread",
                                          "cpu_per_mib"), {})
 
     def test_arm_files_as_read(self):
@@ -344,13 +345,13 @@ class Format2(unittest.TestCase):
         run_dir = os.path.join(self.root, "f2")
         synthrun.make_run(run_dir, reps=2, format2=True)
         run = M.load_run(run_dir)
-        self.assertEqual(run["format"], 2)
-        self.assertEqual(run["arm_order"], list(M.FORMAT2_ARMS))
-        self.assertEqual(run["main"], ("btrfs-extent", "btrfs-inode"))
-        self.assertFalse(run["has_cpu"])
-        self.assertEqual(run["goals"]["decide"], "bw_bytes+p99")
-        self.assertNotIn("cpu_per_mib", run["metrics"])
-        self.assertTrue(any("FORMAT2_ARMS" in n for n in run["spec_notes"]))
+        self.assertEqual(run.format, 2)
+        self.assertEqual(run.arm_order, list(M.FORMAT2_ARMS))
+        self.assertEqual((run.main.a, run.main.b), ("btrfs-extent", "btrfs-inode"))
+        self.assertFalse(run.has_cpu)
+        self.assertEqual(run.goals.decide, "bw_bytes+p99")
+        self.assertNotIn("cpu_per_mib", run.metrics)
+        self.assertTrue(any("FORMAT2_ARMS" in n for n in run.spec_notes))
 
     def test_job_arm_files_kept_in_the_run_directory(self):
         # bench/run-bench.sh keeps the job in the run directory: its arm
@@ -367,16 +368,16 @@ class Format2(unittest.TestCase):
                                  'DESCRIPTION="what this old run called '
                                  'it"\nOLD_DESCRIPTION='))
         run = M.load_run(run_dir)
-        self.assertEqual(run["spec"]["arms"]["btrfs-extent"]["DESCRIPTION"],
+        self.assertEqual(run.definition("btrfs-extent")["DESCRIPTION"],
                          "what this old run called it")
-        self.assertTrue(any("job/bench/arms" in n for n in run["spec_notes"]))
+        self.assertTrue(any("job/bench/arms" in n for n in run.spec_notes))
 
     def test_groupsweep_analysis_inferred(self):
         run_dir = os.path.join(self.root, "gs")
         synthrun.make_run(run_dir, reps=1, groupsweep=True, format2=True)
         run = M.load_run(run_dir)
-        self.assertEqual(run["analysis"], "groupsweep")
-        self.assertEqual(run["goals"]["judged_phases"], ["seqread-g0"])
+        self.assertEqual(run.analysis, "groupsweep")
+        self.assertEqual(run.goals.judged_phases, ["seqread-g0"])
 
 
 if __name__ == "__main__":

@@ -209,9 +209,9 @@ class CpuVerdicts(unittest.TestCase):
         c = [c for c in self.res["cpu"]["comparisons"]
              if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
         run = M.load_run(os.path.join(self.tmp.name, "cpu"))
-        want = L.ratio(M.values_by_rep(run, "btrfs-extent", "seqread",
+        want = L.ratio(run.values("btrfs-extent", "seqread",
                                        "cpu_per_mib"),
-                       M.values_by_rep(run, "btrfs-inode", "seqread",
+                       run.values("btrfs-inode", "seqread",
                                        "cpu_per_mib"))
         self.assertEqual(c["cpu"]["ratio"], want["value"])
         self.assertEqual((c["cpu"]["ci_lo"], c["cpu"]["ci_hi"]),

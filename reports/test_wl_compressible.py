@@ -24,26 +24,26 @@ class CompressibleTest(synthrun.TwoRunsCase):
     def test_interface(self):
         run = load_run(self.five)
         self.assertEqual(W.KIND, "compressible")
-        self.assertEqual(run["analysis"], "compressible")
-        self.assertFalse(W.owns_phases(run["phases"]))
-        self.assertEqual(W.judged_phases(run), [])
-        self.assertEqual(W.PAIRS[0][:2],
+        self.assertEqual(run.analysis, "compressible")
+        self.assertFalse(W.owns_phases(run.phases))
+        self.assertEqual(W.judged_phases(run.phases), [])
+        self.assertEqual((W.PAIRS[0].a, W.PAIRS[0].b),
                          ("btrfs-extent-zstd", "btrfs-plain-zstd"))
         # the arm files: the compressed ones, their references and order
-        spec = run["spec"]["arms"]
+        spec = run.arm_definitions
         self.assertEqual(spec["btrfs-extent-zstd"]["REFERENCE"],
                          "btrfs-plain-zstd")
         self.assertEqual(spec["btrfs-extent-zstd"]["REQUIRES"],
                          "/sys/fs/btrfs/features/encrypt_compress")
         self.assertIn("compress=zstd", spec["btrfs-plain-zstd"]["MOUNT_OPTS"])
-        self.assertEqual(run["reference"]["btrfs-plain-zstd"], "btrfs-plain")
+        self.assertEqual(run.reference["btrfs-plain-zstd"], "btrfs-plain")
 
     def test_ratios(self):
         run, res = self.analyzed(self.five)
         wl = res["workload"]
         json.dumps(wl)  # stored in results.json
         self.assertEqual([(p["a"], p["b"]) for p in wl["pairs"]],
-                         [(a, b) for a, b, _ in W.PAIRS])
+                         [(c.a, c.b) for c in W.PAIRS])
         for pair in wl["pairs"]:
             a, b = pair["a"], pair["b"]
             self.assertEqual(list(pair["phases"]),
@@ -75,7 +75,7 @@ class CompressibleTest(synthrun.TwoRunsCase):
         self.assertTrue(z["compsize"].startswith("error: "))
         self.assertEqual(disk["btrfs-plain-zstd"]["compsize"], "agrees")
         self.assertEqual(disk["btrfs-plain"]["ratio"], 1.0)
-        self.assertEqual(run["warnings"], [])
+        self.assertEqual(run.warnings, [])
 
     def test_missing_or_disagreeing_bytes(self):
         path = os.path.join(self.five, "raw", "btrfs-plain", W.DISK_BYTES)
@@ -91,7 +91,7 @@ class CompressibleTest(synthrun.TwoRunsCase):
             os.remove(path)
             run, res = self.analyzed(self.five)
             self.assertNotIn("btrfs-plain", res["workload"]["disk"])
-            self.assertTrue(any(W.DISK_BYTES in w for w in run["warnings"]))
+            self.assertTrue(any(W.DISK_BYTES in w for w in run.warnings))
         finally:
             with open(path, "w") as f:
                 f.write(text)

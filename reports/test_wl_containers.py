@@ -11,6 +11,7 @@ import unittest
 
 from reports import wl_containers as W
 from reports.doc import Doc
+from reports.runmodel import Arm, RepValue, Run
 
 MIB = 1 << 20
 HEADER = "\t".join(W.GEN_FIELDS) + "\n"
@@ -48,10 +49,10 @@ class ContainersTest(unittest.TestCase):
             f.write("refused: ERROR: made up\n")
 
         def reps(bw0, bw2):
-            return {"treeread-gen0": {r: {"bw_bytes": bw0 * r, "cpu_per_mib": 0.01,
-                                          "io_bytes": 70 * MIB} for r in (1, 2, 3)},
-                    "treeread-gen2": {r: {"bw_bytes": bw2 * r, "cpu_per_mib": 0.02,
-                                          "io_bytes": 70 * MIB} for r in (1, 2, 3)}}
+            return {"treeread-gen0": {r: RepValue(bw_bytes=bw0 * r, cpu_per_mib=0.01,
+                                                  io_bytes=70 * MIB) for r in (1, 2, 3)},
+                    "treeread-gen2": {r: RepValue(bw_bytes=bw2 * r, cpu_per_mib=0.02,
+                                                  io_bytes=70 * MIB) for r in (1, 2, 3)}}
         checks = []
         for arm, shared in (("btrfs-extent", 40), ("btrfs-inode", 0)):
             for rep in ("prepare", 1, 2, 3):
@@ -59,16 +60,17 @@ class ContainersTest(unittest.TestCase):
                     checks.append({"arm": arm, "rep": rep, "label": f"gen{g}-L3",
                                    "extents": 100 + g + (1000 if rep == "prepare" else 0),
                                    "shared": shared})
-        self.run_ = {
-            "dir": self.dir, "meta": {"extent_checks": checks},
-            "phases": ["treeread-gen0", "treeread-gen2"],
-            "measured": ["btrfs-extent", "btrfs-inode"],
-            "arm_order": ["btrfs-extent", "btrfs-inode", "btrfs-plain"],
-            "not_measured": {"ext4-plain": "ext4 has no snapshots"},
-            "data": {"btrfs-extent": reps(100 * MIB, 50 * MIB),
-                     "btrfs-inode": reps(100 * MIB, 80 * MIB)},
-            "warnings": [], "analysis": "containers",
-        }
+        self.run_ = Run(
+            dir=self.dir, extent_checks=checks,
+            phases=["treeread-gen0", "treeread-gen2"],
+            arms={"btrfs-extent": Arm("btrfs-extent"),
+                  "btrfs-inode": Arm("btrfs-inode"),
+                  "ext4-plain": Arm("ext4-plain", "skipped",
+                                    "ext4 has no snapshots")},
+            arm_order=["btrfs-extent", "btrfs-inode", "btrfs-plain"],
+            data={"btrfs-extent": reps(100 * MIB, 50 * MIB),
+                  "btrfs-inode": reps(100 * MIB, 80 * MIB)},
+            analysis="containers")
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -76,7 +78,7 @@ class ContainersTest(unittest.TestCase):
     def test_interface(self):
         self.assertEqual(W.KIND, "containers")
         self.assertFalse(W.owns_phases(["treeread-gen0"]))
-        self.assertIsNone(W.judged_phases(self.run_))
+        self.assertIsNone(W.judged_phases(self.run_.phases))
 
     def test_read_generations(self):
         rows = W.read_generations(os.path.join(self.dir, "raw", "btrfs-inode",
@@ -104,7 +106,7 @@ class ContainersTest(unittest.TestCase):
                          {"extents": 102, "shared": 40})
         self.assertEqual(wl["sharing"]["btrfs-inode"][0]["shared"], 0)
         self.assertIn("made up", wl["probe"]["btrfs-extent"])
-        self.assertEqual(self.run_["warnings"], [])
+        self.assertEqual(self.run_.warnings, [])
 
     def test_analyze_reads(self):
         wl = W.analyze(self.run_, {})
@@ -115,11 +117,11 @@ class ContainersTest(unittest.TestCase):
             wl["reads"]["btrfs-inode"]["newest_over_oldest"]["median"], 0.8)
 
     def test_missing_generations_warns(self):
-        self.run_["measured"].append("btrfs-plain")
-        self.run_["data"]["btrfs-plain"] = {}
+        self.run_.arms["btrfs-plain"] = Arm("btrfs-plain")
+        self.run_.data["btrfs-plain"] = {}
         wl = W.analyze(self.run_, {})
         self.assertNotIn("btrfs-plain", wl["generations"])
-        self.assertTrue(any("btrfs-plain" in w for w in self.run_["warnings"]))
+        self.assertTrue(any("btrfs-plain" in w for w in self.run_.warnings))
         shutil.rmtree(os.path.join(self.dir, "raw"))
         self.assertIsNone(W.analyze(self.run_, {}))
 

@@ -13,7 +13,7 @@ import unittest
 from reports import synthrun
 from reports import wl_rekey as W
 from reports.doc import Doc
-from reports.runmodel import load_run
+from reports.runmodel import Run, load_run
 
 ARMS = ("btrfs-extent", "btrfs-extent-key")
 
@@ -24,14 +24,14 @@ class RekeyTest(synthrun.TwoRunsCase):
     def test_interface(self):
         run = load_run(self.five)
         self.assertEqual(W.KIND, "rekey")
-        self.assertFalse(W.owns_phases(run["phases"]))
-        self.assertEqual(W.judged_phases(run), [])
+        self.assertFalse(W.owns_phases(run.phases))
+        self.assertEqual(W.judged_phases(run.phases), [])
         self.assertEqual(W.read_kinds(run), [
             ("seqread", "seqread-onekey", "seqread-twokeys"),
             ("randread", "randread-onekey", "randread-twokeys")])
         # a kind with one file only is no pair
-        self.assertEqual(W.read_kinds({"phases": ["seqread-onekey",
-                                                  "randread-twokeys"]}), [])
+        self.assertEqual(W.read_kinds(Run(phases=["seqread-onekey",
+                                                  "randread-twokeys"])), [])
 
     def test_ratios(self):
         run, res = self.analyzed(self.five)
@@ -84,7 +84,7 @@ class RekeyTest(synthrun.TwoRunsCase):
         pr = res["workload"]["arms"]["btrfs-extent"]["prep_rekey"]
         self.assertEqual((pr["from_seed"], pr["to_seed"], pr["nr_files"],
                           pr["elapsed_ns"]), (1, 2, 1, 2500000))
-        self.assertEqual(run["warnings"], [])
+        self.assertEqual(run.warnings, [])
 
     def test_verdicts_judge_nothing(self):
         run, res = self.analyzed(self.five)

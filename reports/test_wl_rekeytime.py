@@ -18,7 +18,7 @@ from reports import wl_rekeytime as W
 from reports.analysis import analyze
 from reports.doc import Doc
 from reports.generate import generate
-from reports.runmodel import command_values, load_run, read_command_result
+from reports.runmodel import load_run, read_command_result
 
 ARMS = ("btrfs-extent", "btrfs-extent-key")
 PHASES = [f"rekey-n{n}" for n in synthrun.REKEYTIME_POINTS]
@@ -35,30 +35,30 @@ class RekeyTimeTest(unittest.TestCase):
 
     def test_run_model(self):
         run = load_run(self.dir)
-        self.assertEqual(run["phases"], [])
-        self.assertEqual(run["command_phases"], PHASES)
-        self.assertEqual(sorted(run["measured"]), sorted(ARMS))
-        d = run["commands"]["btrfs-extent"]["rekey-n1000"][2]
+        self.assertEqual(run.phases, [])
+        self.assertEqual(run.command_phases, PHASES)
+        self.assertEqual(sorted(run.measured), sorted(ARMS))
+        d = run.commands["btrfs-extent"]["rekey-n1000"][2]
         self.assertEqual(d["file"], "raw/btrfs-extent/rep2/rekey-n1000.tsv")
         self.assertEqual((d["nr_names"], d["nr_dirs"], d["nr_files"]),
                          (1001, 2, 1000))
         self.assertEqual(d["cpu_source"], "schedstat")
         self.assertAlmostEqual(d["cpu_s"], d["elapsed_ns"] // 2 / 1e9)
-        el = command_values(run, "btrfs-extent", "rekey-n10000", "elapsed_ns")
+        el = run.command_values("btrfs-extent", "rekey-n10000", "elapsed_ns")
         self.assertEqual(sorted(el), [1, 2, 3])
         self.assertEqual(el[1], round(10010 * 20000 * 1.01))
         # strings are not numbers
-        self.assertEqual(command_values(run, "btrfs-extent", "rekey-n1000",
+        self.assertEqual(run.command_values("btrfs-extent", "rekey-n1000",
                                         "cpu_source"), {})
-        self.assertEqual(run["warnings"], [])
+        self.assertEqual(run.warnings, [])
 
     def test_missing_result_is_a_data_problem(self):
         os.remove(os.path.join(self.dir, "raw", "btrfs-extent", "rep3",
                                "rekey-n1000.tsv"))
         run = load_run(self.dir)
         self.assertIn("missing raw/btrfs-extent/rep3/rekey-n1000.tsv",
-                      run["warnings"])
-        self.assertEqual(sorted(run["commands"]["btrfs-extent"]
+                      run.warnings)
+        self.assertEqual(sorted(run.commands["btrfs-extent"]
                                 ["rekey-n1000"]), [1, 2])
 
     def test_read_command_result(self):
@@ -93,7 +93,7 @@ class RekeyTimeTest(unittest.TestCase):
             # time proportional to the names: exponent 1
             self.assertAlmostEqual(e["exponent"], 1.0, places=3)
             self.assertAlmostEqual(e["slopes"][0], 1.0, places=3)
-        self.assertEqual(run["warnings"], [])
+        self.assertEqual(run.warnings, [])
 
     def test_unexpected_counts_warn(self):
         def moved(reps, files):
@@ -106,16 +106,16 @@ class RekeyTimeTest(unittest.TestCase):
         moved([1], 999)
         run = load_run(self.dir)
         analyze(run, 5.0)
-        self.assertEqual(run["warnings"], ["btrfs-extent rekey-n1000: the "
+        self.assertEqual(run.warnings, ["btrfs-extent rekey-n1000: the "
                                            "reps moved different nr_files"])
         # every rep moved other counts than the layout gives
         moved([1, 2, 3], 999)
         run = load_run(self.dir)
         analyze(run, 5.0)
-        self.assertEqual(len(run["warnings"]), 1, run["warnings"])
+        self.assertEqual(len(run.warnings), 1, run.warnings)
         self.assertIn("btrfs-extent rekey-n1000: the rekey moved",
-                      run["warnings"][0])
-        self.assertIn("'nr_files': 999", run["warnings"][0])
+                      run.warnings[0])
+        self.assertIn("'nr_files': 999", run.warnings[0])
 
     def test_fit(self):
         self.assertAlmostEqual(W.fit_exponent([10, 100, 1000],
@@ -131,7 +131,7 @@ class RekeyTimeTest(unittest.TestCase):
     def test_verdicts_and_interface(self):
         run = load_run(self.dir)
         res = analyze(run, 5.0)
-        self.assertEqual(W.judged_phases(run), [])
+        self.assertEqual(W.judged_phases(run.phases), [])
         self.assertFalse(W.owns_phases(PHASES))
         self.assertEqual(len(res["verdicts"]), 1)
         self.assertIn("command phase", res["verdicts"][0]["text"])

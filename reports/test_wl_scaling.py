@@ -10,9 +10,11 @@ import os
 import shutil
 import tempfile
 import unittest
+from dataclasses import replace
 
 from reports import wl_scaling as W
 from reports.doc import Doc
+from reports.runmodel import Arm, RepValue, Run
 
 POINTS = (1024, 4096, 16384)
 ARMS = ("btrfs-extent", "btrfs-inode")
@@ -45,10 +47,9 @@ class ScalingTest(unittest.TestCase):
                         steps = POINTS.index(n)
                         us = (1 + steps if arm == "btrfs-extent" else 1) \
                             * (1.1 if rep == 2 else 1.0)
-                        data[arm][phase][rep] = {
-                            "file": rel, "bw_bytes": 1e8,
-                            "io_bytes": 1024 * 4096, "total_ios": 1024,
-                            "cpu_s": us * 1024 / 1e6}
+                        data[arm][phase][rep] = RepValue(
+                            file=rel, bw_bytes=1e8, io_bytes=1024 * 4096,
+                            total_ios=1024, cpu_s=us * 1024 / 1e6)
                         if kind != "seqread":
                             continue
                         d = os.path.join(self.dir, os.path.dirname(rel))
@@ -72,14 +73,15 @@ class ScalingTest(unittest.TestCase):
                     checks.append({"arm": arm, "rep": "prepare",
                                    "label": f"e{n}", "extents": 1})
         # btrfs-inode's rep 2 of randread-e16384 has no CPU time
-        data["btrfs-inode"]["randread-e16384"][2]["cpu_s"] = None
+        no_cpu = data["btrfs-inode"]["randread-e16384"]
+        no_cpu[2] = replace(no_cpu[2], cpu_s=None)
         phases = ([f"seqread-e{n}" for n in POINTS] +
                   [f"randread-e{n}" for n in POINTS])
-        self.run_ = {"dir": self.dir, "phases": phases, "analysis": "scaling",
-                     "measured": list(ARMS), "data": data,
-                     "meta": {"extent_checks": checks},
-                     "not_measured": {"btrfs-extent-key": "made up"},
-                     "warnings": []}
+        arms = {a: Arm(a) for a in ARMS}
+        arms["btrfs-extent-key"] = Arm("btrfs-extent-key", "skipped",
+                                       "made up")
+        self.run_ = Run(dir=self.dir, phases=phases, analysis="scaling",
+                        arms=arms, data=data, extent_checks=checks)
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -93,7 +95,7 @@ class ScalingTest(unittest.TestCase):
     def test_owns(self):
         self.assertTrue(W.owns_phases(["seqread-e1024"]))
         self.assertFalse(W.owns_phases(["seqread", "seqread-g4"]))
-        self.assertIsNone(W.judged_phases(self.run_))
+        self.assertIsNone(W.judged_phases(self.run_.phases))
 
     def test_cost_per_extent(self):
         sc = W.analyze(self.run_, {})
@@ -114,10 +116,10 @@ class ScalingTest(unittest.TestCase):
         self.assertEqual(ino[16384]["cost_per_extent"]["summary"]["n"], 1)
 
     def test_cost_per_extent_edge(self):
-        self.assertIsNone(W.cost_per_extent([{"cpu_s": None,
-                                              "io_bytes": 4096}])["summary"])
-        self.assertIsNone(W.cost_per_extent([{"cpu_s": 1.0,
-                                              "io_bytes": 0}])["summary"])
+        self.assertIsNone(W.cost_per_extent([RepValue(
+            cpu_s=None, io_bytes=4096)])["summary"])
+        self.assertIsNone(W.cost_per_extent([RepValue(
+            cpu_s=1.0, io_bytes=0)])["summary"])
 
     def test_slab(self):
         sc = W.analyze(self.run_, {})
@@ -155,9 +157,9 @@ class ScalingTest(unittest.TestCase):
 
     def test_no_cpu_no_slab(self):
         for arm in ARMS:
-            for phase in self.run_["data"][arm].values():
-                for d in phase.values():
-                    d["cpu_s"] = None
+            for phase in self.run_.data[arm].values():
+                for rep, d in phase.items():
+                    phase[rep] = replace(d, cpu_s=None)
         shutil.rmtree(os.path.join(self.dir, "raw"))
         res = {"workload": W.analyze(self.run_, {})}
         out = os.path.join(self.dir, "out")

@@ -36,21 +36,22 @@ import os
 from reports.analysis import comparison
 from reports.fmt import MIB, fmt_ci_of, fmt_p, fmt_pct, fmt_ratio, isnum
 from reports.plots import _plt, _save, add_skipped_legend
-from reports.runmodel import arm_order, read_command_result
+from reports.runmodel import Comparison, read_command_result
 
 KIND = "compressible"
 DISK_BYTES = "disk-bytes.tsv"
 # The pairs (A, B, what A / B tells), the first the workload's question;
 # each is reported when the run measured both arms.
 PAIRS = (
-    ("btrfs-extent-zstd", "btrfs-plain-zstd",
-     "per-extent-key encryption on compressed data (both compress=zstd)"),
-    ("btrfs-extent", "btrfs-plain",
-     "per-extent-key encryption on uncompressed data (context)"),
-    ("btrfs-plain-zstd", "btrfs-plain",
-     "zstd compression, unencrypted"),
-    ("btrfs-extent-zstd", "btrfs-extent",
-     "zstd compression, encrypted with per-extent keys"),
+    Comparison("btrfs-extent-zstd", "btrfs-plain-zstd",
+               "per-extent-key encryption on compressed data (both "
+               "compress=zstd)"),
+    Comparison("btrfs-extent", "btrfs-plain",
+               "per-extent-key encryption on uncompressed data (context)"),
+    Comparison("btrfs-plain-zstd", "btrfs-plain",
+               "zstd compression, unencrypted"),
+    Comparison("btrfs-extent-zstd", "btrfs-extent",
+               "zstd compression, encrypted with per-extent keys"),
 )
 # The ratios of a comparison shown per phase: key in analysis.comparison,
 # label.
@@ -63,7 +64,7 @@ def owns_phases(phases):
     return False
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """No phase is judged against the goals of the main comparison
     (per-extent against per-inode keys, neither of which this workload
     runs by default): its question is btrfs-extent-zstd against
@@ -86,7 +87,7 @@ def read_disk_bytes(run, arm):
     ratio (uncompressed / on-disk bytes), the on-disk share of the file's
     size and whether compsize agrees with the file extent items; None when
     the file is not there."""
-    path = os.path.join(run["dir"], "raw", arm, DISK_BYTES)
+    path = os.path.join(run.dir, "raw", arm, DISK_BYTES)
     if not os.path.exists(path):
         return None
     d = read_command_result(path)
@@ -132,21 +133,21 @@ def analyze(run, res):
     or None when the run has neither a pair of measured arms nor bytes on
     disk."""
     threshold = res.get("threshold_pct", 5.0)
-    measured = set(run["measured"])
+    measured = set(run.measured)
     pairs = []
-    for a, b, label in PAIRS:
-        if a in measured and b in measured:
-            pairs.append({"a": a, "b": b, "label": label, "phases": {
-                p: _compact(comparison(run, a, b, label, p, threshold))
-                for p in run["phases"]}})
+    for c in PAIRS:
+        if c.a in measured and c.b in measured:
+            pairs.append({"a": c.a, "b": c.b, "label": c.label, "phases": {
+                p: _compact(comparison(run, c, p, threshold))
+                for p in run.phases}})
     disk = {}
     # the workload's arms first, in the order of PAIRS, then any other
-    first = list(dict.fromkeys(x for a, b, _ in PAIRS for x in (a, b)))
+    first = list(dict.fromkeys(x for c in PAIRS for x in (c.a, c.b)))
     for arm in ([x for x in first if x in measured]
-                + [x for x in arm_order(run, measured) if x not in first]):
+                + [x for x in run.ordered(measured) if x not in first]):
         d = read_disk_bytes(run, arm)
         if d is None:
-            run["warnings"].append(
+            run.warnings.append(
                 f"raw/{arm}/{DISK_BYTES}: missing (the compressible "
                 "workload's preparation records the file's bytes on disk "
                 "there)")
@@ -234,7 +235,7 @@ def render(doc, run, res, plots):
     wl = res.get("workload")
     if not wl:
         skipped = "; ".join(f"{a}: {w}"
-                            for a, w in run["not_measured"].items())
+                            for a, w in run.not_measured.items())
         doc.p("Compression: not measured (no arm recorded its bytes on disk"
               + (f"; skipped: {skipped}" if skipped else "") + ").")
         return
@@ -310,7 +311,7 @@ def render(doc, run, res, plots):
                      f"{d.get('compressed_extents', '?')} of "
                      f"{d.get('extents', '?')}",
                      d["compsize"]))
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         rows.append((arm, f"skipped: {why}", "", "", "", "", "", "", "", ""))
     doc.table(["arm", "compression", "file size, MiB (bytes)",
                "referenced", "uncompressed", "on disk", "on disk / size",

@@ -19,7 +19,6 @@ import re
 from reports import labstats as L
 from reports.fmt import MIB, fmt_mib, fmt_ratio, isnum
 from reports.plots import _plt, _save, add_skipped_legend
-from reports.runmodel import arm_order
 
 KIND = "containers"
 PHASE = re.compile(r"treeread-gen(?P<g>\d+)")
@@ -34,7 +33,7 @@ def owns_phases(phases):
     return False
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """Every phase (both tree reads) is judged against the goals."""
     return None
 
@@ -102,9 +101,7 @@ def _sharing(run):
     """{arm: {gen: {"extents", "shared"}}} of the FIEMAP checks of the
     largest file per generation (median over the non-prepare checks)."""
     acc = {}
-    for c in run["meta"].get("extent_checks") or []:
-        if not isinstance(c, dict):
-            continue
+    for c in run.extent_checks:
         m = LABEL.fullmatch(str(c.get("label", "")))
         if not m or c.get("rep") == "prepare":
             continue
@@ -124,21 +121,21 @@ def _reads(run):
     """Per arm: per treeread phase the throughput and CPU per MiB
     (summaries over reps), and the newest/oldest throughput ratio (paired
     by rep: how the generations' overwrites slow a tree read)."""
-    phases = sorted((int(m.group("g")), p) for p in run["phases"]
+    phases = sorted((int(m.group("g")), p) for p in run.phases
                     for m in [PHASE.fullmatch(p)] if m)
     out = {}
-    for arm in run["measured"]:
+    for arm in run.measured:
         per = {}
         for g, p in phases:
-            reps = run["data"].get(arm, {}).get(p) or {}
-            bw = {r: d["bw_bytes"] for r, d in reps.items()
-                  if isnum(d.get("bw_bytes"))}
-            cpu = [d["cpu_per_mib"] for d in reps.values()
-                   if isnum(d.get("cpu_per_mib"))]
+            reps = run.data.get(arm, {}).get(p) or {}
+            bw = {r: d.bw_bytes for r, d in reps.items()
+                  if isnum(d.bw_bytes)}
+            cpu = [d.cpu_per_mib for d in reps.values()
+                   if isnum(d.cpu_per_mib)]
             per[p] = {"gen": g, "bw_by_rep": bw,
                       "bw": L.summary(list(bw.values())) if bw else None,
                       "cpu_per_mib": L.summary(cpu) if cpu else None,
-                      "io_bytes": next((d.get("io_bytes") for d in
+                      "io_bytes": next((d.io_bytes for d in
                                         reps.values()), None)}
         entry = {"phases": per}
         if len(phases) >= 2:
@@ -158,13 +155,13 @@ def analyze(run, res):
     _space()}, "probe": {arm: text}, "sharing": _sharing(), "reads":
     _reads()}, or None when no arm left a generations.tsv."""
     gens, probe = {}, {}
-    for arm in run["measured"]:
-        d = os.path.join(run["dir"], "raw", arm)
+    for arm in run.measured:
+        d = os.path.join(run.dir, "raw", arm)
         rows = read_generations(os.path.join(d, "generations.tsv"))
         if rows:
             gens[arm] = rows
         elif rows is None:
-            run["warnings"].append(f"raw/{arm}/generations.tsv: missing "
+            run.warnings.append(f"raw/{arm}/generations.tsv: missing "
                                    "(the containers workload's preparation "
                                    "records each generation there)")
         p = os.path.join(d, "subvol-probe.txt")
@@ -184,7 +181,7 @@ def plot(run, res, out_dir, colors):
         return {}
     plt = _plt()
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.8))
-    arms = arm_order(run, wl["generations"])
+    arms = run.ordered(wl["generations"])
     for arm in arms:
         rows = wl["generations"][arm]
         xs = [r["gen"] for r in rows]
@@ -234,7 +231,7 @@ def render(doc, run, res, plots):
     if plots.get("containers"):
         doc.img(plots["containers"], "space and time per generation")
     rows = []
-    for arm in arm_order(run, wl["generations"]):
+    for arm in run.ordered(wl["generations"]):
         for r in wl["generations"][arm]:
             rows.append((arm, r["gen"], r["method"],
                          "n/a" if r["seconds"] is None
@@ -242,7 +239,7 @@ def render(doc, run, res, plots):
                          _mib(r["overwritten_bytes"]),
                          _mib(r["data_used_bytes"]), _mib(r["du_total"]),
                          _mib(r["du_exclusive"]), _mib(r["du_set_shared"])))
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         rows.append((arm, "", f"skipped: {why}", "", "", "", "", "", ""))
     doc.table(["arm", "gen", "method", "seconds", "overwritten MiB (base: "
                "written)", "data in use MiB", "tree MiB (du)",
@@ -251,7 +248,7 @@ def render(doc, run, res, plots):
                "`btrfs filesystem df`, whole filesystem, after a sync; "
                "du: `btrfs filesystem du -s` of that generation's tree"])
     rows = []
-    for arm in arm_order(run, wl["space"]):
+    for arm in run.ordered(wl["space"]):
         s = wl["space"][arm]
         rows.append((arm, ", ".join(s["methods"]), _mib(s["base_used"]),
                      _mib(s["final_used"]), _mib(s["growth_mean"]),
@@ -263,7 +260,7 @@ def render(doc, run, res, plots):
               ["added / overwritten: 1 when a generation costs only the "
                "data it rewrote; a full copy adds the whole tree"])
     rows = []
-    for arm in arm_order(run, wl["reads"]):
+    for arm in run.ordered(wl["reads"]):
         e = wl["reads"][arm]
         for p, d in sorted(e["phases"].items(), key=lambda kv: kv[1]["gen"]):
             bw, cpu = d["bw"], d["cpu_per_mib"]
@@ -282,7 +279,7 @@ def render(doc, run, res, plots):
                "phase tables above"])
     if wl["probe"]:
         doc.h(3, "A subvolume inside the encrypted bench directory")
-        for arm in arm_order(run, wl["probe"]):
+        for arm in run.ordered(wl["probe"]):
             doc.code(arm, wl["probe"][arm])
 
 

@@ -14,7 +14,6 @@ from reports import labstats as L
 from reports.fmt import fmt_ci_of, fmt_mib, fmt_ratio, isnum
 from reports.plots import _plt, _save, add_skipped_legend
 from reports.render import _ratio_cells
-from reports.runmodel import bw_by_rep, timed_extent_counts
 
 KIND = "groupsweep"
 PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
@@ -26,16 +25,16 @@ def owns_phases(phases):
     return any(PHASE.fullmatch(p) for p in phases)
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """Only the file written without a bound on the key groups (KIND-g0)
     is judged against the goals: a bounded point measures the bound."""
-    return [p for p in run["phases"]
+    return [p for p in phases
             if not (PHASE.fullmatch(p) and int(PHASE.fullmatch(p).group("n")))]
 
 
 def not_judged_text(run, phases):
     """Why the bounded points are not judged (the verdicts' last line)."""
-    a = run["main"][0] if run.get("main") else "the per-extent arm"
+    a = run.main.a if run.main else "the per-extent arm"
     if not phases:
         return "No phase of this run is judged."
     return (f"{', '.join(phases)}: not judged against the goals: those "
@@ -77,16 +76,17 @@ def load_groupsweep(run, comps, counts):
     holds the whole file). Returns {"sweeps": [{a, b, label, kind,
     points}]} or None.
     """
-    phases = [(p, PHASE.fullmatch(p)) for p in run["phases"]]
+    phases = [(p, PHASE.fullmatch(p)) for p in run.phases]
     phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
               if m]
     if not phases:
         return None
-    extents = timed_extent_counts(run)
+    extents = run.timed_extent_counts()
     by = {(c["a"], c["b"], c["phase"]): c for c in comps}
     sweeps = []
-    for a, b, label in run["comparisons"]:
-        if a not in run["measured"] or b not in run["measured"]:
+    for comp in run.comparisons:
+        a, b, label = comp.a, comp.b, comp.label
+        if a not in run.measured or b not in run.measured:
             continue
         kinds = {}
         for phase, kind, n in phases:
@@ -99,8 +99,8 @@ def load_groupsweep(run, comps, counts):
             write = (counts.get(a) or {}).get(f"write-g{n}") or {}
             # the extents the read walked (one lookup each), else FIEMAP's
             walked = read.get("lookups") or ext
-            sa = L.summary(bw_by_rep(run, a, phase).values())
-            sb = L.summary(bw_by_rep(run, b, phase).values())
+            sa = L.summary(run.values(a, phase, "bw_bytes").values())
+            sb = L.summary(run.values(b, phase, "bw_bytes").values())
             kinds.setdefault(kind, []).append({
                 "phase": phase, "n": n, "bounded": n > 0,
                 "x": n if n > 0 else walked,
@@ -165,9 +165,9 @@ def plot_groupsweep(run, sweep, out_dir, colors):
                 color=colors.get(sw["a"]),
                 label=f"{sw['a']} / {sw['b']} ({sw['kind']})")
         ax.axhline(1.0, color="gray", lw=1)
-        if run["goals"].get("bw_min") is not None:
-            ax.axhline(run["goals"]["bw_min"], color="#d62728", ls="--",
-                       lw=1, label=f"goal ≥ {run['goals']['bw_min']}")
+        if run.goals.bw_min is not None:
+            ax.axhline(run.goals.bw_min, color="#d62728", ls="--",
+                       lw=1, label=f"goal ≥ {run.goals.bw_min}")
         ax.set_ylabel(f"{sw['kind']} throughput ratio\n{sw['a']} / "
                       f"{sw['b']} (x: no CI, too few reps)")
         ax.set_title(f"{sw['kind']} throughput against extents per key",
@@ -277,5 +277,5 @@ def section_groupsweep(doc, run, res, plots):
                    "CPU per MiB ratio", "95% CI"], rows,
                   [f"raw data: `raw/<arm>/rep<N>/{s['kind']}-g<N>.json`, "
                    "`profiles/<arm>/counts.tsv`"])
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         doc.p(f"{arm}: skipped: {why}")

@@ -32,8 +32,7 @@ from reports.analysis import values_ratio
 from reports.fmt import (fmt_ci_of, fmt_cpu_ms_per_mib, fmt_cpu_us_per_op,
                          fmt_mib, fmt_ns, fmt_p, fmt_pct, fmt_ratio, isnum)
 from reports.plots import _plt, _save, add_skipped_legend
-from reports.runmodel import (RunError, arm_order, bins_of, parse_fio,
-                              read_command_result, values_by_rep)
+from reports.runmodel import RunError, parse_fio, read_command_result
 
 KIND = "rekey"
 PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-(?P<file>onekey|twokeys)")
@@ -54,7 +53,7 @@ def owns_phases(phases):
     return False
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """No phase is judged against the goals of the main comparison (an arm
     against its reference arm): this workload compares each arm with
     itself, twokeys against onekey, and the reference of the main
@@ -76,7 +75,7 @@ def read_kinds(run):
     """The read kinds with both files' phases, in the order of the run's
     phases: [(kind, onekey phase, twokeys phase)]."""
     seen = {}
-    for p in run["phases"]:
+    for p in run.phases:
         m = PHASE.fullmatch(p)
         if m:
             seen.setdefault(m.group("kind"), {})[m.group("file")] = p
@@ -91,8 +90,8 @@ def phase_ratio(run, arm, num, den, metric, threshold):
     comparisons (analysis.values_ratio, as analysis.ratio_entry); the
     medians of both phases. None when either phase has no value of the
     metric (no CPU data)."""
-    va = values_by_rep(run, arm, num, metric)
-    vb = values_by_rep(run, arm, den, metric)
+    va = run.values(arm, num, metric)
+    vb = run.values(arm, den, metric)
     e = values_ratio(va, vb, metric, threshold, ("n_num", "n_den"))
     if e is not None:
         e.update(median_num=L.summary(va.values())["median"],
@@ -104,7 +103,7 @@ def p99_ratio(run, arm, num, den):
     """p99 completion latency num / den (bins merged over reps), its CI
     resampling whole reps, none with too few reps (as the report's latency
     ratios). None without bins."""
-    la, lb = bins_of(run, arm, num), bins_of(run, arm, den)
+    la, lb = run.bins(arm, num), run.bins(arm, den)
     if not la or not lb:
         return None
     r, lo, hi = L.bootstrap_percentile_ratio_ci(la, lb, 99)
@@ -121,14 +120,14 @@ def count_pass(run, arm, phase, counters):
     bytes fio made in it (profiles/<arm>/count-PHASE.json), and each
     counter per read (None without the pass's fio output)."""
     reads = nbytes = None
-    path = os.path.join(run["dir"], "profiles", arm, f"count-{phase}.json")
+    path = os.path.join(run.dir, "profiles", arm, f"count-{phase}.json")
     if os.path.exists(path):
         try:
             d = parse_fio(path, f"profiles/{arm}/count-{phase}.json")
-            reads, nbytes = d["total_ios"] or None, d["io_bytes"]
+            reads, nbytes = d.total_ios or None, d.io_bytes
         except RunError as e:
-            run["warnings"].append(str(e).replace(
-                run["dir"].rstrip("/") + "/", ""))
+            run.warnings.append(str(e).replace(
+                run.dir.rstrip("/") + "/", ""))
     per = {c: (counters.get(c, 0) / reads if reads else None)
            for c in COUNTERS}
     return {"counters": counters, "reads": reads, "io_bytes": nbytes,
@@ -147,7 +146,7 @@ def analyze(run, res):
     threshold = res.get("threshold_pct", 5.0)
     counts = res.get("counts") or {}
     arms = {}
-    for arm in run["measured"]:
+    for arm in run.measured:
         reads = {}
         for kind, one, two in kinds:
             ratios = {m: phase_ratio(run, arm, two, one, m, threshold)
@@ -164,12 +163,12 @@ def analyze(run, res):
                 c = (counts.get(arm) or {}).get(p)
                 if c:
                     cnt[p] = count_pass(run, arm, p, c)
-        prep = os.path.join(run["dir"], "raw", arm, PREP_REKEY)
+        prep = os.path.join(run.dir, "raw", arm, PREP_REKEY)
         arms[arm] = {"reads": reads, "counts": cnt,
                      "prep_rekey": (read_command_result(prep)
                                     if os.path.exists(prep) else None)}
         if arms[arm]["prep_rekey"] is None:
-            run["warnings"].append(f"raw/{arm}/{PREP_REKEY}: missing (the "
+            run.warnings.append(f"raw/{arm}/{PREP_REKEY}: missing (the "
                                    "rekey workload's preparation records "
                                    "its rekey there)")
     if not arms:
@@ -193,7 +192,7 @@ def plot(run, res, out_dir, colors):
     if not wl:
         return {}
     plt = _plt()
-    arms = arm_order(run, wl["arms"])
+    arms = run.ordered(wl["arms"])
     fig, (ax, axc) = plt.subplots(1, 2, figsize=(13, 4.4))
     slots = [(kind, m, label) for kind, _, _ in wl["kinds"]
              for m, label, _ in METRICS
@@ -283,7 +282,7 @@ def render(doc, run, res, plots):
     wl = res.get("workload")
     if not wl:
         skipped = "; ".join(f"{a}: {w}"
-                            for a, w in run["not_measured"].items())
+                            for a, w in run.not_measured.items())
         doc.p("Reads across a rekey: not measured (no arm read both files"
               + (f"; skipped: {skipped}" if skipped else "") + ").")
         return
@@ -307,7 +306,7 @@ def render(doc, run, res, plots):
         doc.img(plots["rekey"], "twokeys / onekey per arm, and key work "
                 "per read")
     rows = []
-    for arm in arm_order(run, wl["arms"]):
+    for arm in run.ordered(wl["arms"]):
         for kind, e in wl["arms"][arm]["reads"].items():
             for m, label, fmt in METRICS:
                 r = e["ratios"].get(m)
@@ -325,7 +324,7 @@ def render(doc, run, res, plots):
                 rows.append((arm, kind, "p99 latency (bins merged over "
                              "reps)", "", "", fmt_ratio(r["ratio"]),
                              fmt_ci_of(r), "", "", ""))
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         rows.append((arm, "", f"skipped: {why}", "", "", "", "", "", "", ""))
     doc.table(["arm", "read", "metric", "onekey (median)",
                "twokeys (median)", "twokeys / onekey", "95% CI", "change",
@@ -344,7 +343,7 @@ def render(doc, run, res, plots):
           "key is not in a slot. Lost events must be 0 for the counts to "
           "be whole.")
     rows = []
-    for arm in arm_order(run, wl["arms"]):
+    for arm in run.ordered(wl["arms"]):
         cnt = wl["arms"][arm]["counts"]
         for _, one, two in wl["kinds"]:
             for p in (one, two):
@@ -366,7 +365,7 @@ def render(doc, run, res, plots):
                "`profiles/<arm>/count-<phase>.json`"])
     doc.h(3, "The preparation's rekey")
     rows = []
-    for arm in arm_order(run, wl["arms"]):
+    for arm in run.ordered(wl["arms"]):
         pr = wl["arms"][arm]["prep_rekey"]
         if not pr:
             rows.append((arm, "not recorded", "", "", "", "", ""))

@@ -9,7 +9,7 @@ phases"), no fio: each rep's raw/<arm>/rep<R>/rekey-nN.tsv has what
 nr_dirs, nr_names, nr_symlinks, nr_files, elapsed_ns: CLOCK_MONOTONIC
 around the ioctl) and what the driver added (cpu_units, cpu_units_per_s,
 cpu_source, hence cpu_s: the CPU time of all CPUs around the whole
-command). runmodel.load_run reads them into run["commands"]. Point N is a
+command). runmodel.load_run reads them into run.commands. Point N is a
 subvolume of N empty files in directories of at most REKEY_DIR_NAMES
 names, so the rekey moves N + ceil(N / REKEY_DIR_NAMES) names (the files'
 and the directories') in ceil(N / REKEY_DIR_NAMES) + 1 directories. Per
@@ -25,7 +25,6 @@ import re
 from reports import labstats as L
 from reports.fmt import fmt_ns, isnum
 from reports.plots import _plt, _save, add_skipped_legend
-from reports.runmodel import arm_order, command_values
 
 KIND = "rekeytime"
 PHASE = re.compile(r"rekey-n(?P<n>\d+)")
@@ -37,7 +36,7 @@ def owns_phases(phases):
     return False
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """Nothing of this workload is judged against the goals: it has no fio
     phase, and no arm is compared with a reference."""
     return []
@@ -54,7 +53,7 @@ def not_judged_text(run, phases):
 def dir_names(run):
     """REKEY_DIR_NAMES as the run recorded it (workload_params), else the
     workload's 1000."""
-    v = (run["meta"].get("workload_params") or {}).get("REKEY_DIR_NAMES")
+    v = run.workload_params.get("REKEY_DIR_NAMES")
     try:
         return int(v) if int(v) > 0 else 1000
     except (TypeError, ValueError):
@@ -106,25 +105,25 @@ def load_points(run):
     the others is noted), the counts expected, and the directions (keys
     moved from and to) seen."""
     phases = sorted(((int(m.group("n")), p)
-                     for p in run.get("command_phases") or []
+                     for p in run.command_phases
                      for m in [PHASE.fullmatch(p)] if m))
     per_dir = dir_names(run)
     out = {}
-    for arm in run["measured"]:
+    for arm in run.measured:
         pts = []
         for n, phase in phases:
-            el = command_values(run, arm, phase, "elapsed_ns")
+            el = run.command_values(arm, phase, "elapsed_ns")
             if not el:
                 continue
-            names = command_values(run, arm, phase, "nr_names")
+            names = run.command_values(arm, phase, "nr_names")
             per_name = {r: el[r] / names[r] for r in el
                         if names.get(r, 0) > 0}
-            cpu = command_values(run, arm, phase, "cpu_s")
-            reps = (run.get("commands") or {})[arm][phase]
-            counts = {c: _median(command_values(run, arm, phase, c))
+            cpu = run.command_values(arm, phase, "cpu_s")
+            reps = run.commands[arm][phase]
+            counts = {c: _median(run.command_values(arm, phase, c))
                       for c in COUNTS}
             differ = sorted({c for c in COUNTS
-                             if len(set(command_values(run, arm, phase,
+                             if len(set(run.command_values(arm, phase,
                                                        c).values())) > 1})
             dirs = sorted({f"K{d.get('from_seed', '?')} to "
                            f"K{d.get('to_seed', '?')}"
@@ -164,11 +163,11 @@ def analyze(run, res):
         for p in ps:
             got = {c: p["counts"][c] for c in COUNTS}
             if got != p["expected"]:
-                run["warnings"].append(
+                run.warnings.append(
                     f"{arm} {p['phase']}: the rekey moved {got}, the "
                     f"workload's layout gives {p['expected']}")
             if p["counts_differ_between_reps"]:
-                run["warnings"].append(
+                run.warnings.append(
                     f"{arm} {p['phase']}: the reps moved different "
                     f"{', '.join(p['counts_differ_between_reps'])}")
         arms[arm] = {"points": ps, "exponent": fit_exponent(xs, ys),
@@ -196,7 +195,7 @@ def plot(run, res, out_dir, colors):
     plt = _plt()
     fig, (ax, axp) = plt.subplots(1, 2, figsize=(12, 4.4))
     ticks = set()
-    for arm in arm_order(run, wl["arms"]):
+    for arm in run.ordered(wl["arms"]):
         ps = wl["arms"][arm]["points"]
         xs = [_x(p) for p in ps]
         ticks.update(xs)
@@ -263,7 +262,7 @@ def render(doc, run, res, plots):
         doc.p("Rekey time: not measured (no arm recorded a rekey: "
               "raw/<arm>/rep<N>/rekey-n<N>.tsv)"
               + "".join(f"; {a} skipped: {w}"
-                        for a, w in run["not_measured"].items()) + ".")
+                        for a, w in run.not_measured.items()) + ".")
         return
     doc.p("Point N: a subvolume whose encrypted directory (v2 policy under "
           "K1) holds N empty files in directories of at most "
@@ -281,7 +280,7 @@ def render(doc, run, res, plots):
     if plots.get("rekeytime"):
         doc.img(plots["rekeytime"], "rekey time against names, log-log")
     rows = []
-    for arm in arm_order(run, wl["arms"]):
+    for arm in run.ordered(wl["arms"]):
         e = wl["arms"][arm]
         for i, p in enumerate(e["points"]):
             t, c, pn = p["elapsed_ns"], p["cpu_s"], p["ns_per_name"]
@@ -301,7 +300,7 @@ def render(doc, run, res, plots):
         rows.append((arm, "all", "", "", "", "", "", "", "", "",
                      "n/a" if e["exponent"] is None
                      else f"fit {e['exponent']:.2f}"))
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         rows.append((arm, "", f"skipped: {why}", "", "", "", "", "", "", "",
                      ""))
     doc.table(["arm", "N (files)", "moved: names/dirs/files/symlinks",

@@ -21,8 +21,7 @@ from reports import labstats as L
 from reports.fmt import fmt_mib, isnum
 from reports.plots import _plt, _save, add_skipped_legend
 from reports.profiles import parse_slabinfo
-from reports.runmodel import (RunError, arm_order, read_json_file,
-                              timed_extent_counts)
+from reports.runmodel import RunError, read_json_file
 
 KIND = "scaling"
 BLOCK = 4096
@@ -40,14 +39,14 @@ def owns_phases(phases):
     return any(PHASE.fullmatch(p) for p in phases)
 
 
-def judged_phases(run):
+def judged_phases(phases):
     """Every phase is judged against the goals."""
     return None
 
 
 def legacy_applies(run):
     """A run of another kind that carries a scaling.json of the old lab."""
-    return os.path.exists(os.path.join(run["dir"], "scaling.json"))
+    return os.path.exists(os.path.join(run.dir, "scaling.json"))
 
 
 def analyze(run, res):
@@ -86,12 +85,12 @@ def _scaling_point(extents, bw, **extra):
 def cost_per_extent(reps):
     """CPU µs per extent touched, per rep: cpu_s / (io_bytes / 4 KiB)
     (every extent of a scaling file is one 4 KiB block). reps: the rep
-    dicts of one arm and phase; a rep without CPU time or bytes is left
+    (runmodel.RepValue) of one arm and phase; a rep without CPU time or bytes is left
     out. Returns {"per_rep": [...], "summary": labstats.summary or None,
     "extents_touched": [...]}."""
     vals, touched = [], []
     for d in reps:
-        cpu, nbytes = d.get("cpu_s"), d.get("io_bytes") or 0
+        cpu, nbytes = d.cpu_s, d.io_bytes or 0
         if not isnum(cpu) or nbytes < BLOCK:
             continue
         n = nbytes // BLOCK
@@ -113,10 +112,10 @@ def slab_bytes(caches):
 
 def slab_of(run_dir, reps):
     """Median over reps of slab_bytes of each rep's PHASE.slabinfo (beside
-    its fio json, rep["file"]); {} when no rep has one."""
+    its fio json, rep.file); {} when no rep has one."""
     per = {}
     for d in reps:
-        rel = d.get("file") or ""
+        rel = d.file or ""
         if not rel.endswith(".json"):
             continue
         path = os.path.join(run_dir, rel[:-len(".json")] + ".slabinfo")
@@ -143,16 +142,16 @@ def load_scaling(run):
     cost_us_per_4k (4096 / bw_bytes in microseconds, the time one 4 KiB
     block of the read costs).
     """
-    phases = [(p, PHASE.fullmatch(p)) for p in run["phases"]
-              if run["analysis"] == "scaling"]
+    phases = [(p, PHASE.fullmatch(p)) for p in run.phases
+              if run.analysis == "scaling"]
     phases = [(p, m.group("kind"), int(m.group("n"))) for p, m in phases
               if m]
     if phases:
-        counts = timed_extent_counts(run)
+        counts = run.timed_extent_counts()
         reads = {}
         for phase, kind, n in phases:
-            for arm in run["measured"]:
-                reps = run["data"][arm][phase]
+            for arm in run.measured:
+                reps = run.data[arm][phase]
                 if not reps:
                     continue
                 got = [x for x in counts.get((arm, f"e{n}"), [])
@@ -160,25 +159,25 @@ def load_scaling(run):
                 x = L.summary(got)["median"] if got else n
                 rds = [d for _, d in sorted(reps.items())]
                 reads.setdefault(kind, {}).setdefault(arm, []).append(
-                    _scaling_point(x, [d["bw_bytes"] for d in rds],
+                    _scaling_point(x, [d.bw_bytes for d in rds],
                                    nominal=n, phase=phase,
-                                   files=[d["file"] for d in rds],
+                                   files=[d.file for d in rds],
                                    cost_per_extent=cost_per_extent(rds),
-                                   slab=slab_of(run["dir"], rds)))
+                                   slab=slab_of(run.dir, rds)))
         for kind in reads:
             for arm in reads[kind]:
                 reads[kind][arm].sort(key=lambda p: p["nominal"])
         return {"source": "phases", "reads": reads} if reads else None
-    path = os.path.join(run["dir"], "scaling.json")
+    path = os.path.join(run.dir, "scaling.json")
     if not os.path.exists(path):
         return None
     try:
         raw = read_json_file(path)
     except RunError as e:
-        run["warnings"].append(str(e))
+        run.warnings.append(str(e))
         return None
     out = {}
-    for arm in arm_order(run, raw if isinstance(raw, dict) else {}):
+    for arm in run.ordered(raw if isinstance(raw, dict) else {}):
         pts = raw[arm]
         if not isinstance(pts, list):
             continue
@@ -259,7 +258,7 @@ def section_scaling(doc, run, res, plots):
                              f"{c['median']:.1f}",
                              f"{c['min']:.1f}-{c['max']:.1f}",
                              f"{c['median'] / base:.3f}"))
-    for arm, why in run["not_measured"].items():
+    for arm, why in run.not_measured.items():
         rows.append(("all", arm, "", "", 0, f"skipped: {why}", "", "", ""))
     src = ("`raw/<arm>/rep<N>/<kind>-e<N>.json`" if sc["source"] == "phases"
            else "`scaling.json`")

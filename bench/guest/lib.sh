@@ -86,7 +86,7 @@ bench_load_workload() { # dir
 
 # bench_params: the workload's parameters as resolved (PARAMS in its
 # workload.conf names its variables), NAME=VALUE lines; the run records
-# them (reports/runmodel.py: workload_params).
+# them (reports/collect.py: workload_params).
 bench_params() {
 	local p
 	for p in ${PARAMS:-}; do echo "$p=${!p:-}"; done
