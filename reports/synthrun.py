@@ -233,17 +233,13 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
              cpu=True, cpu_scale=(), format2=False, arms_dir=None,
              rekey=False, rekeytime=False, compressible=False):
     """Write a synthetic RUN_DIR (see the module docstring)."""
-    a = argparse.Namespace(run_dir=run_dir, seed=seed, reps=reps,
-                           scale=list(scale), skip=skip,
-                           scaling_phases=scaling_phases, extras=extras,
-                           groupsweep=groupsweep)
     cpu = cpu and not format2
-    rng = np.random.default_rng(a.seed)
+    rng = np.random.default_rng(seed)
     # CPU noise from a generator of its own: throughput stays as it was
-    crng = np.random.default_rng(a.seed + 1000)
-    scale = {k: float(v) for k, v in (s.split("=") for s in a.scale)}
+    crng = np.random.default_rng(seed + 1000)
+    scale = {k: float(v) for k, v in (s.split("=") for s in scale)}
     cpu_scale = {k: float(v) for k, v in (s.split("=") for s in cpu_scale)}
-    skip = set(filter(None, a.skip.split(",")))
+    skip = set(filter(None, skip.split(",")))
     # the arm files (bench/arms/*.conf, or a copy), as collect() reads the
     # job's, of the arms a run without ARMS makes (not the DEFAULT=0
     # prototypes)
@@ -259,14 +255,14 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                 specs[x].get("ENCRYPTED") == "1", SPEED[x]) for x in names}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
               "randwrite": ("write", 4e6, 4096)}
-    if a.scaling_phases:
+    if scaling_phases:
         # 4096 bytes per 10 us, and per 20 us: cost 10 and 20 us per 4 KiB
         PHASES = {"seqread-e1024": ("read", 409.6e6, 131072),
                   "seqread-e4096": ("read", 204.8e6, 131072)}
     # groupsweep: points N = 1, 16 and 0 (no bound); btrfs-extent reads at
     # 0.5, 0.9 and 0.98 of btrfs-inode's 100e6 bytes/s
     SWEEP = {1: 0.5, 16: 0.9, 0: 0.98}
-    if a.groupsweep:
+    if groupsweep:
         PHASES = {f"seqread-g{n}": ("read", 100e6, 131072) for n in SWEEP}
         skip |= {x for x in ARMS if x not in ("btrfs-extent", "btrfs-inode")}
     if rekey:
@@ -277,7 +273,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     if rekeytime:
         PHASES = {}
         skip |= {x for x in ARMS if x not in REKEYTIME_NS}
-    exact = a.scaling_phases or a.groupsweep or rekey or compressible
+    exact = scaling_phases or groupsweep or rekey or compressible
     PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
             "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
             "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
@@ -317,18 +313,18 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                                                         enc, i))
     measured = [x for x in ARMS if x not in skip]
     cpu_rows = []
-    for rep in range(1, a.reps + 1):
+    for rep in range(1, reps + 1):
         for arm in measured:
             order.append([arm, rep])
             f = ARMS[arm][3] * scale.get(arm, 1.0)
-            d = os.path.join(a.run_dir, "raw", arm, f"rep{rep}")
+            d = os.path.join(run_dir, "raw", arm, f"rep{rep}")
             os.makedirs(d, exist_ok=True)
             for ph, (direction, base, bs) in PHASES.items():
                 job = {"jobname": ph, "groupid": 0, "error": 0,
                        "read": idle(), "write": idle(), "trim": idle()}
                 noise = 1.0 if exact else rng.normal(1.0, 0.01)
                 g = (SWEEP[int(ph.partition("-g")[2])] / ARMS[arm][3]
-                     if a.groupsweep and arm == "btrfs-extent" else 1.0)
+                     if groupsweep and arm == "btrfs-extent" else 1.0)
                 if rekey and ph.endswith("-twokeys"):
                     g = REKEY_TWOKEYS[arm]
                 job[direction] = side(base * f * g * noise, bs, 1 / f)
@@ -346,7 +342,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                     json.dump({"fio version": "fio-3.33", "jobs": [job]}, fh)
     meta = {"format": 2 if format2 else M.FORMAT, "arm_fact_problems": [],
             "workload": "fragmented", "date": "2026-12-03T02:00:00Z",
-            "reps": a.reps, "phases": list(PHASES), "arms": meta_arms,
+            "reps": reps, "phases": list(PHASES), "arms": meta_arms,
             "order": order,
             "run_info": {"accel": "tcg", "cpus": "2", "mem_mb": "3072",
                          "qemu_cmdline": "qemu-system-x86_64 -accel tcg -smp 2 -m 3072",
@@ -356,29 +352,29 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             "jobfiles": {ph + ".fio": f"[{ph}]\nrw={ph}\nfilename=/mnt/test/file\n"
                          for ph in PHASES},
             "min_extents": 16384, "prep": "once", "saves": []}
-    if a.scaling_phases:
+    if scaling_phases:
         meta["workload"] = "scaling"
         meta["extent_checks"] = [
             {"arm": arm, "rep": rep, "label": f"e{n}", "extents": n + 10 * rep,
              "shared": 0, "min": n, "max": None, "path": f"/m/frag-e{n}"}
-            for arm in measured for rep in range(1, a.reps + 1)
+            for arm in measured for rep in range(1, reps + 1)
             for n in (1024, 4096)]
-    if a.groupsweep:
+    if groupsweep:
         meta["workload"] = "groupsweep"
         # btrfs-extent: a file per point, 17408 extents; btrfs-inode: one
         meta["extent_checks"] = [
             {"arm": "btrfs-extent", "rep": rep, "label": f"g{n}",
              "extents": 17408, "shared": 0, "min": 16384, "max": None,
              "path": f"/m/bench/frag-g{n}"}
-            for rep in range(1, a.reps + 1) for n in SWEEP] + [
+            for rep in range(1, reps + 1) for n in SWEEP] + [
             {"arm": "btrfs-inode", "rep": rep, "label": "frag",
              "extents": 17408, "shared": 0, "min": 16384, "max": None,
-             "path": "/m/bench/frag"} for rep in range(1, a.reps + 1)]
+             "path": "/m/bench/frag"} for rep in range(1, reps + 1)]
         # count passes: the read of each file derives one key per group and
         # programs a slot per extent up to N = 16; the writing derived the
         # keys and started the groups
         for arm in measured:
-            d = os.path.join(a.run_dir, "profiles", arm)
+            d = os.path.join(run_dir, "profiles", arm)
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "counts.tsv"), "w") as fh:
                 for n in SWEEP:
@@ -409,9 +405,9 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             {"arm": arm, "rep": rep, "label": f, "extents": 17408,
              "shared": 0, "min": 16384, "max": None,
              "path": f"/m/sv/bench/{f}"}
-            for arm in measured for rep in range(1, a.reps + 1)
+            for arm in measured for rep in range(1, reps + 1)
             for f in ("twokeys", "onekey")]
-        rekey_extras(a.run_dir, measured)
+        rekey_extras(run_dir, measured)
     if rekeytime:
         meta["workload"] = "rekeytime"
         meta["phases"] = meta["command_phases"] = [
@@ -425,10 +421,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             {"arm": arm, "rep": rep, "label": f"n{n}", "extents": 0,
              "shared": 0, "min": 0, "max": 0,
              "path": f"/m/rk-n{n}/d/dir-0000/file-000000"}
-            for arm in measured for rep in range(1, a.reps + 1)
+            for arm in measured for rep in range(1, reps + 1)
             for n in REKEYTIME_POINTS]
         meta["jobfiles"] = {}
-        rekeytime_results(a.run_dir, measured, a.reps)
+        rekeytime_results(run_dir, measured, reps)
     if compressible:
         meta["workload"] = "compressible"
         meta["profile_phase"] = "seqread"
@@ -436,16 +432,16 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         meta["extent_checks"] = [
             {"arm": arm, "rep": rep, "label": "comp", "extents": 1024,
              "shared": 0, "min": 960, "max": None, "path": "/m/bench/comp"}
-            for arm in measured for rep in range(1, a.reps + 1)]
-        compressible_extras(a.run_dir, measured)
-    if a.extras:
-        meta["extent_counts"] = {arm: [16400 + r for r in range(a.reps)]
+            for arm in measured for rep in range(1, reps + 1)]
+        compressible_extras(run_dir, measured)
+    if extras:
+        meta["extent_counts"] = {arm: [16400 + r for r in range(reps)]
                                  for arm in measured}
         meta["profile_phase"] = "randread"
         meta["profiled_extent_counts"] = {arm: {"frag": 16400}
                                           for arm in measured}
         for arm in measured:
-            d = os.path.join(a.run_dir, "profiles", arm)
+            d = os.path.join(run_dir, "profiles", arm)
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "bpftrace.json"), "w") as fh:
                 fh.write('{"type": "attached_probes", "data": {"probes": 4}}\n')
@@ -512,7 +508,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
                         fh.write("\n")
             with open(os.path.join(d, "perf-stat.txt"), "w") as fh:
                 fh.write(" Performance counter stats for 'fio':\n\n  1,234.5 msec task-clock\n")
-        with open(os.path.join(a.run_dir, "scaling.json"), "w") as fh:
+        with open(os.path.join(run_dir, "scaling.json"), "w") as fh:
             json.dump({arm: [{"extents": e, "bw_bytes": [
                 40e6 * ARMS[arm][3] / (1 + (0.02 if arm == "btrfs-extent" else 0.005)
                                        * math.log10(e)) * rng.normal(1, 0.01)
@@ -534,14 +530,14 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             {"LAB_COMMIT": "f00dfeed" * 5, "LAB_DIRTY": "0"})
         meta["cpu"] = None
         if cpu and cpu_rows:
-            with open(os.path.join(a.run_dir, "cpu.tsv"), "w") as fh:
+            with open(os.path.join(run_dir, "cpu.tsv"), "w") as fh:
                 for row in cpu_rows:
                     fh.write("\t".join(map(str, row)) + "\n")
             meta["cpu"] = {"file": "cpu.tsv", "user_hz": USER_HZ,
                            "user_hz_source": "synthetic",
                            "lines": len(cpu_rows), "window": "io",
                            "window_counts": {"io": len(cpu_rows)}}
-    with open(os.path.join(a.run_dir, "meta.json"), "w") as fh:
+    with open(os.path.join(run_dir, "meta.json"), "w") as fh:
         json.dump(meta, fh, indent=1)
 
 
@@ -573,19 +569,14 @@ def main(argv=None):
                     help="also profiles/, scaling.json, extent_counts")
     ap.add_argument("--cpu-scale", action="append", default=[],
                     help="ARM=FACTOR: multiply an arm's CPU cost")
-    ap.add_argument("--no-cpu", action="store_true",
+    ap.add_argument("--no-cpu", dest="cpu", action="store_false",
                     help="no CPU data (a guest without /proc/stat)")
     ap.add_argument("--format2", action="store_true",
                     help="a run of format 2 (no spec, no CPU data)")
     ap.add_argument("--arms-dir", default=None,
                     help="arm files to describe the run with (default: "
                          "the lab's bench/arms)")
-    a = ap.parse_args(argv)
-    make_run(a.run_dir, a.seed, a.reps, a.scale, a.skip, a.scaling_phases,
-             a.extras, a.groupsweep, cpu=not a.no_cpu,
-             cpu_scale=a.cpu_scale, format2=a.format2,
-             arms_dir=a.arms_dir, rekey=a.rekey, rekeytime=a.rekeytime,
-             compressible=a.compressible)
+    make_run(**vars(ap.parse_args(argv)))
 
 
 if __name__ == "__main__":
