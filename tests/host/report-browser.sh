@@ -52,7 +52,7 @@ else
 	bad "report: not every image and link was checked"
 fi
 browse report-one-rep "$tmp/reports/one/index.html" 0 '^ok   main verdict in the first screen .*not conclusive \(n = 1\)'
-browse index "$tmp/reports/lab/index.html" 0 '^ok   links: 4 of 4 resolve' --no-verdict
+browse index "$tmp/reports/index.html" 0 '^ok   links: 4 of 4 resolve' --no-verdict
 
 echo "== controls (each must fail its check)"
 control() { # name sed-script
