@@ -17,7 +17,7 @@ KERNEL_TREE := $(BUILD)/linux$(TAG)
 # The kernel patches: those of every series patches/series lists.
 SERIES_PATCHES = $(foreach d,$(shell grep -v '^\#' patches/series 2>/dev/null),$(wildcard patches/$(d)/*.patch))
 export ACCEL
-# The history store of make bench / bench-history (reports/history.py).
+# The history store of make bench / bench-history (reports/lab/history.py).
 ifdef HISTORY_DIR
 export LAB_HISTORY_DIR := $(abspath $(HISTORY_DIR))
 endif
@@ -151,7 +151,7 @@ bench:
 	$(call need,$(APT_VM) $(APT_BENCH))
 	@bench/run-bench.sh "$(WORKLOAD)"
 
-# The regression gate (reports/gate.py, bench/README.md "The nightly"):
+# The regression gate (reports/lab/gate.py, bench/README.md "The nightly"):
 # a nightly is a set of BOOTS boots of the perf kernel, checked against the
 # baseline made of A/A nightlies; bench-ab boots OLD and NEW in turn.
 GATE_WORKLOAD = $(if $(WORKLOAD),$(WORKLOAD),fragmented)
@@ -167,8 +167,8 @@ bench-check:
 	$(call need,$(APT_BENCH))
 	@set=$(BUILD)/bench/latest-set-nightly-$(GATE_WORKLOAD); \
 	[ -d "$$set" ] || { echo "bench-check: no nightly set of '$(GATE_WORKLOAD)' yet: make bench-nightly WORKLOAD=$(GATE_WORKLOAD)"; exit 2; }; \
-	[ -f "$(GATE_BASE)" ] || { echo "bench-check: no baseline $(GATE_BASE) (make one from 8 or more A/A nightlies: /usr/bin/python3 -m reports.gate baseline $(GATE_BASE) SET_DIR...)"; exit 2; }; \
-	/usr/bin/python3 -m reports.gate check "$$set" "$(GATE_BASE)" --junit "$$set/junit.xml"
+	[ -f "$(GATE_BASE)" ] || { echo "bench-check: no baseline $(GATE_BASE) (make one from 8 or more A/A nightlies: /usr/bin/python3 -m reports.lab.gate baseline $(GATE_BASE) SET_DIR...)"; exit 2; }; \
+	/usr/bin/python3 -m reports.lab.gate check "$$set" "$(GATE_BASE)" --junit "$$set/junit.xml"
 
 bench-ab:
 	@[ -n "$(OLD)" ] && [ -n "$(NEW)" ] || { echo "usage: make bench-ab OLD=<bzImage|patches dir|commit> NEW=<...> [BOOTS=4] [WORKLOAD=fragmented]"; exit 2; }
@@ -176,7 +176,7 @@ bench-ab:
 	$(call need,$(APT_VM) $(APT_BENCH) $(APT_KERNEL))
 	@WORKLOAD=$(GATE_WORKLOAD) bench/run-boots.sh ab "old=$(OLD)" "new=$(NEW)" || exit 2
 	@set=$(BUILD)/bench/latest-set-ab-$(GATE_WORKLOAD); \
-	/usr/bin/python3 -m reports.gate ab "$$set" --junit "$$set/junit.xml" \
+	/usr/bin/python3 -m reports.lab.gate ab "$$set" --junit "$$set/junit.xml" \
 		$$([ -f "$(GATE_BASE)" ] && echo --baseline "$(GATE_BASE)")
 
 # Trend page of WORKLOAD from the history store (HISTORY_DIR, default
@@ -184,8 +184,8 @@ bench-ab:
 bench-history:
 	$(call need,$(APT_BENCH))
 	@[ -n "$(WORKLOAD)" ] || { echo "usage: make bench-history WORKLOAD=NAME [HISTORY_DIR=dir]"; exit 2; }
-	@/usr/bin/python3 -m reports.history plot "$(WORKLOAD)" reports/generated/history-$(WORKLOAD) \
-		--baseline reports/baselines/$(WORKLOAD)-nightly.json && /usr/bin/python3 -m reports.index
+	@/usr/bin/python3 -m reports.lab.history plot "$(WORKLOAD)" reports/generated/history-$(WORKLOAD) \
+		--baseline reports/baselines/$(WORKLOAD)-nightly.json && /usr/bin/python3 -m reports.lab.index
 
 bench-tools:
 	$(call need,$(APT_TESTS))

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Benchmark arms as data: one file per arm, bench/arms/<arm>.conf (KEY=value
-# lines, no shell expansion; also read by reports/runmodel.py):
+# lines, no shell expansion; also read by reports/lab/runmodel.py):
 #   ORDER                 display and run order
 #   DESCRIPTION           what the arm is
 #   FS, MKFS              filesystem type and mkfs command (the device is appended)

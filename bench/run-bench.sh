@@ -150,7 +150,7 @@ run=${RUN_DIR:-$top/build/bench/$stamp-$workload}
 [ -e "$run/meta.json" ] && die "$run already holds a run"
 vm=$run/vm
 # The job lives with its run, so that runs can overlap (ACCEL=icount runs
-# barely disturb each other) and reports.collect reads this run's bench.env.
+# barely disturb each other) and reports.lab.collect reads this run's bench.env.
 job=$run/job
 mkdir -p "$job/bench" "$run"
 cp -r "$top/bench/workloads" "$top/bench/arms.sh" "$top/bench/arms" "$job/bench/"
@@ -174,7 +174,7 @@ install -m 0755 "$top/bench/guest/run" "$job/run"
 		[ -n "${!v:-}" ] && echo "$v=$(printf %q "${!v}")"
 	done
 	# The lab's commit and whether tracked files differ from it (the run
-	# records them: reports/runmodel.py kernel_of); nothing outside git.
+	# records them: reports/lab/runmodel.py kernel_of); nothing outside git.
 	if lab_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null); then
 		echo "LAB_COMMIT=$lab_commit"
 		if git -C "$top" diff --quiet HEAD -- 2>/dev/null; then echo "LAB_DIRTY=0"; else echo "LAB_DIRTY=1"; fi
@@ -286,7 +286,7 @@ sampler=$!
 rc=$?
 kill "$sampler" 2>/dev/null
 wait "$sampler" 2>/dev/null
-# What run-vm.sh cannot know, in its run.info (reports.runmodel keeps every
+# What run-vm.sh cannot know, in its run.info (reports.lab.runmodel keeps every
 # key of it in meta.json run_info): where the scratch disks were, and the
 # host's 1-minute load average at the start, mean and max over the samples.
 if [ -f "$vm/run.info" ]; then
@@ -309,10 +309,10 @@ if [ $rc != 0 ]; then
 fi
 
 echo "bench: [$(( $(date +%s) - t0 ))s] VM done; collecting the results and writing the report"
-# The run model (reports/runmodel.py) reads what the guest recorded; the
+# reports/lab/collect.py reads what the guest recorded into a run; the
 # reports package is imported from the top of the clone.
 cd "$top" || die "cannot cd to $top"
-/usr/bin/python3 -m reports.collect "$vm" "$job" "$run" || die "could not collect the results of $vm"
+/usr/bin/python3 -m reports.lab.collect "$vm" "$job" "$run" || die "could not collect the results of $vm"
 if [ "$REPORT" = 0 ]; then
 	echo "bench: raw run: $run (REPORT=0: no report)"
 	echo "bench: done in $(( $(date +%s) - t0 ))s"
@@ -323,13 +323,13 @@ fi
 out=$top/reports/generated/$(date -u +%Y-%m-%d)-$workload
 [ "$INJECT_LOOKUP_DELAY_NS" = 0 ] || out+=-injected-${INJECT_LOOKUP_DELAY_NS}ns
 [ -e "$out" ] && out+=-${stamp#*-}
-/usr/bin/python3 -m reports.generate "$run" "$out" || die "report generation failed for $run"
+/usr/bin/python3 -m reports.lab.generate "$run" "$out" || die "report generation failed for $run"
 ln -sfn "$run" "$top/build/bench/latest-$workload"
 echo "bench: raw run: $run"
 echo "bench: report:  $out/index.html and $out/summary.md"
-# Every run goes into the history store (reports/history.py; the store is
+# Every run goes into the history store (reports/lab/history.py; the store is
 # $LAB_HISTORY_DIR, outside build/), and the reports/ index lists it.
-/usr/bin/python3 -m reports.history append "$run" "$out" ||
+/usr/bin/python3 -m reports.lab.history append "$run" "$out" ||
 	die "could not record $run in the history store (LAB_HISTORY_DIR=${LAB_HISTORY_DIR:-default})"
-/usr/bin/python3 -m reports.index || die "could not write reports/generated/index.html"
+/usr/bin/python3 -m reports.lab.index || die "could not write reports/generated/index.html"
 echo "bench: done in $(( $(date +%s) - t0 ))s"

@@ -21,7 +21,7 @@
 #
 # Output: build/bench/sets/<stamp>-<kind>-<workload>/ (SET_DIR overrides):
 # set.json (what ran, in which order, where), boot<N>-<label>/ (each a raw
-# run), then `reports.gate summarize` writes summary.json and summary.md
+# run), then `reports.lab.gate summarize` writes summary.json and summary.md
 # into it. build/bench/latest-set-<kind>-<workload> points to it.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -138,12 +138,12 @@ done
 } >"$set_dir/set.json"
 ln -sfn "$set_dir" "$top/build/bench/latest-set-$kind-$WORKLOAD"
 cd "$top" || die "cannot cd to $top"
-/usr/bin/python3 -m reports.gate summarize "$set_dir" ||
+/usr/bin/python3 -m reports.lab.gate summarize "$set_dir" ||
 	die "could not summarize the set $set_dir"
 # every boot goes into the history store, as its label's kind of run
-# (nightly, old, new: reports/history.py draws one trend per kind)
+# (nightly, old, new: reports/lab/history.py draws one trend per kind)
 for b in "$set_dir"/boot*/; do
-	/usr/bin/python3 -m reports.history append "${b%/}" ||
+	/usr/bin/python3 -m reports.lab.history append "${b%/}" ||
 		die "could not record ${b%/} in the history store (LAB_HISTORY_DIR=${LAB_HISTORY_DIR:-default})"
 done
 echo "run-boots: done in $(( $(date +%s) - t0 ))s: $set_dir"

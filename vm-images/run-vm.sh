@@ -222,7 +222,7 @@ console=$out/console.log
 	echo "timeout_s=$timeout"
 	echo "boot_ref_s=$boot_ref"
 	echo "test_budget_s=$test_budget"
-	# what a comparison of runs must hold equal (reports/gate.py refuses
+	# what a comparison of runs must hold equal (reports/lab/gate.py refuses
 	# to compare runs whose environments differ)
 	echo "qemu_version=$(qemu-system-x86_64 --version | head -n1 | awk '{ print $4 }')"
 	echo "host_cpu_model=$(awk -F': ' '$1 ~ /^model name/ { print $2; exit }' /proc/cpuinfo)"

@@ -3,7 +3,7 @@
 # happens when it is sourced. bench/guest/run (the job's /job/run) sources
 # it and calls bench_load_workload, bench_init and bench_main; the host's
 # tests (tests/host/bench-workloads.sh, bench-devimage.sh,
-# reports/test_cpuwindow.py) source it and call single functions.
+# reports/lab/test_cpuwindow.py) source it and call single functions.
 #
 # In-guest benchmark driver; becomes /job/run (see bench/run-bench.sh).
 #
@@ -61,7 +61,7 @@
 # lines written by wl_command, to which the driver adds the CPU time of all
 # CPUs around the command (cpu_units, cpu_units_per_s, cpu_source); it has
 # no line in cpu.tsv. The run lists them in command-phases; the generic
-# report (fio's numbers) leaves them to the workload's reports/wl_<kind>.py.
+# report (fio's numbers) leaves them to the workload's reports/lab/wl_<kind>.py.
 
 # bench_load_workload DIR: the workload in DIR (workload.conf, its
 # defaults, then hooks.sh over the default hooks). Needs the variables of
@@ -86,7 +86,7 @@ bench_load_workload() { # dir
 
 # bench_params: the workload's parameters as resolved (PARAMS in its
 # workload.conf names its variables), NAME=VALUE lines; the run records
-# them (reports/runmodel.py: workload_params).
+# them (reports/lab/collect.py: workload_params).
 bench_params() {
 	local p
 	for p in ${PARAMS:-}; do echo "$p=${!p:-}"; done
@@ -143,7 +143,7 @@ wl_command() { # arm mnt phase out
 # wl_after_phase ARM REP PHASE MNT DIR: after each timed phase (outside its
 # CPU window), e.g. to keep a per-phase file in DIR, the rep's raw directory
 # raw/<arm>/rep<N>/, beside PHASE.json (the host collects the whole of raw/
-# and reads only the .json files of the phases; reports/wl_<kind>.py may
+# and reads only the .json files of the phases; reports/lab/wl_<kind>.py may
 # read the others). Default: nothing.
 wl_after_phase() { return 0; }
 
@@ -201,7 +201,7 @@ bench_init() {
 	: >"$bench_out/order.tsv"
 	# The version of the files written here (facts.tsv, arms.tsv, extents.tsv,
 	# order.tsv, cpu.tsv, ...); host and guest ship together, the host collects
-	# only this format (reports/runmodel.py).
+	# only this format (reports/lab/runmodel.py).
 	echo 3 >"$bench_out/format"
 	: >"$bench_out/facts.tsv"
 	: >"$bench_out/saves.tsv"

@@ -3,7 +3,7 @@
 # gate), without a VM: run-boots refuses what it cannot run (no kernel,
 # wrong labels, an odd BOOTS for ab, an unknown workload) with exit 2 and
 # a reason; a set laid out as run-boots lays it out, of synthetic runs
-# (reports/synthrun.py), is judged by `reports.gate ab`: an A/A pair
+# (reports/lab/synthrun.py), is judged by `reports.lab.gate ab`: an A/A pair
 # passes (exit 0), a NEW whose per-extent arm costs 20% more CPU per MiB
 # is flagged (exit 1), each with its JUnit; a nightly set is refused
 # against a baseline of another environment (exit 2).
@@ -57,17 +57,17 @@ make_set() { # dir kind scale labels...
 		i=$((i + 1))
 		local s=1.0
 		[ "$label" = new ] && s=$scale
-		(cd "$top" && $py -m reports.synthrun "$dir/boot$i-$label" --seed $((100 + i)) \
+		(cd "$top" && $py -m reports.lab.synthrun "$dir/boot$i-$label" --seed $((100 + i)) \
 			--cpu-scale "btrfs-extent=$s") >/dev/null || return 1
 		boots+="${boots:+, }{\"index\": $i, \"label\": \"$label\", \"run\": \"boot$i-$label\"}"
 	done
 	echo "{\"format\": 1, \"kind\": \"$kind\", \"workload\": \"fragmented\", \"boots\": [$boots]}" >"$dir/set.json"
 }
 
-gate() { (cd "$top" && $py -m reports.gate "$@"); }
+gate() { (cd "$top" && $py -m reports.lab.gate "$@"); }
 
 # ab_case NAME SCALE RC SAYS JUNIT: an ab set whose NEW boots cost SCALE
-# times the CPU per MiB on the per-extent arm; reports.gate ab must exit
+# times the CPU per MiB on the per-extent arm; reports.lab.gate ab must exit
 # RC, say SAYS, and write a JUnit file that has JUNIT
 ab_case() {
 	local name=$1 out rc

@@ -290,7 +290,7 @@ if MAKEFLAGS="s -- WORKLOAD=containers CT_GENS=8" KERNEL=$tmp_wl/bzImage BENCH_D
 	RUN_DIR=$tmp_wl/dry CT_GENS=8 "$top/bench/run-bench.sh" containers >/dev/null 2>&1; then
 	same "containers: CT_GENS=8 forwarded" "$(grep '^CT_GENS=' "$tmp_wl/dry/job/bench.env")" "CT_GENS=8"
 	same "containers: its phases with CT_GENS=8" \
-		"$(cd "$top" && /usr/bin/python3 -c 'import sys; from reports import runmodel as M; print(M.shell_vars(sys.argv[1], sys.argv[2])["PHASES"])' \
+		"$(cd "$top" && /usr/bin/python3 -c 'import sys; from reports.lab import collect as C; print(C.shell_vars(sys.argv[1], sys.argv[2])["PHASES"])' \
 			"$tmp_wl/dry/job/bench/workloads/containers/workload.conf" "$tmp_wl/dry/job/bench.env")" \
 		"treeread-gen0 treeread-gen8"
 else

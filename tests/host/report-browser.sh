@@ -1,7 +1,7 @@
 #!/bin/bash
 # The report as a reader sees it: index.html of synthetic runs (made-up fio
-# output, profiles and flame graphs: reports/synthrun.py) loaded in headless
-# Chromium (Debian's chromium) by reports/browsercheck.py, at 1280x800:
+# output, profiles and flame graphs: reports/lab/synthrun.py) loaded in headless
+# Chromium (Debian's chromium) by reports/lab/browsercheck.py, at 1280x800:
 # every image and link resolves, no console errors, the main verdict is in
 # the first screen. Also the one-rep report (its verdict "not conclusive")
 # and the reports/ index page.
@@ -20,18 +20,18 @@ host_need chromium python3-numpy python3-scipy python3-matplotlib
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-$py -m reports.synthrun "$tmp/run" --extras || { bad "synthetic run"; exit 1; }
-$py -m reports.synthrun "$tmp/one" --reps 1 || { bad "synthetic one-rep run"; exit 1; }
+$py -m reports.lab.synthrun "$tmp/run" --extras || { bad "synthetic run"; exit 1; }
+$py -m reports.lab.synthrun "$tmp/one" --reps 1 || { bad "synthetic one-rep run"; exit 1; }
 mkdir -p "$tmp/reports"
 for r in run one; do
-	$py -m reports.generate "$tmp/$r" "$tmp/reports/$r" >"$tmp/gen-$r.out" 2>&1 ||
+	$py -m reports.lab.generate "$tmp/$r" "$tmp/reports/$r" >"$tmp/gen-$r.out" 2>&1 ||
 		{ bad "generate $r: $(tail -n 3 "$tmp/gen-$r.out")"; exit 1; }
 done
-$py -m reports.index "$tmp/reports" >/dev/null || bad "reports.index"
+$py -m reports.lab.index "$tmp/reports" >/dev/null || bad "reports.lab.index"
 
 browse() { # name page want-rc [regex of a line that must be there] [option]
 	local name=$1 page=$2 want=$3 re=${4:-} rc
-	$py -m reports.browsercheck "$page" ${5:+"$5"} >"$tmp/$name.out" 2>&1
+	$py -m reports.lab.browsercheck "$page" ${5:+"$5"} >"$tmp/$name.out" 2>&1
 	rc=$?
 	sed 's/^/     | /' "$tmp/$name.out"
 	if [ "$rc" != "$want" ]; then

@@ -15,8 +15,8 @@
 #     main reference arm (btrfs-extent-key/btrfs-inode beside the main one);
 #     the groupsweep: ratio, key groups and counts per point, its plot, and
 #     no verdict on the files written with bounded key groups
-#   (the regression gate, reports/gate.py, is tested by
-#   reports/test_gate.py and tests/host/bench-ab.sh)
+#   (the regression gate, reports/lab/gate.py, is tested by
+#   reports/lab/test_gate.py and tests/host/bench-ab.sh)
 # Needs Debian's python3 with numpy, scipy and matplotlib (installed here
 # when missing, as every make target does with its packages).
 set -u
@@ -28,9 +28,9 @@ py=/usr/bin/python3
 
 host_need python3-numpy python3-scipy python3-matplotlib
 
-echo "== unit tests: reports/test_*.py"
+echo "== unit tests: reports/lab/test_*.py"
 # Every test module, so that a new one is never left out.
-mods=$(for f in reports/test_*.py; do f=${f%.py}; echo "${f//\//.}"; done)
+mods=$(for f in reports/lab/test_*.py; do f=${f%.py}; echo "${f//\//.}"; done)
 # shellcheck disable=SC2086 # one word per module
 if $py -m unittest -v $mods; then ok "unit tests"; else bad "unit tests"; fi
 
@@ -38,7 +38,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 
-mk() { $py -m reports.synthrun "$@" || { bad "building synthetic run $1"; exit 1; }; }
+mk() { $py -m reports.lab.synthrun "$@" || { bad "building synthetic run $1"; exit 1; }; }
 mk "$tmp/base" --seed 1 --extras
 mk "$tmp/skipped" --seed 4 --skip btrfs-extent,btrfs-inode
 mk "$tmp/skipped-prof" --seed 4 --skip btrfs-extent,btrfs-inode --extras
@@ -70,7 +70,7 @@ hasnt() { # name file regex
 
 echo "== generate.py"
 out=$tmp/report
-expect_rc 0 generate-base $py -m reports.generate "$tmp/base" "$out"
+expect_rc 0 generate-base $py -m reports.lab.generate "$tmp/base" "$out"
 for f in index.html summary.md results.json throughput.png latency.png \
 	ratio_main.png comparisons.png run_order.png slab.png scaling.png \
 	derivations_vs_extents.png bpftrace_lookup_ns.png bpftrace_derive_ns.png \
@@ -138,7 +138,7 @@ has "summary.md: key work of an unencrypted arm is zeros, not missing" "$out/sum
 	'^\| btrfs-plain \| 16400 \| 0 \(0\) \| 0 \| 0 \| 0 \(0\) \| 0 \| 0 \| 0: - \|'
 cp "$out/results.json" "$tmp/results1.json"
 touch "$out/flame-diff-stale-vs-old.svg" "$out/stale.png"
-expect_rc 0 generate-again $py -m reports.generate "$tmp/base" "$out"
+expect_rc 0 generate-again $py -m reports.lab.generate "$tmp/base" "$out"
 if [ -e "$out/flame-diff-stale-vs-old.svg" ] || [ -e "$out/stale.png" ]; then
 	bad "a second report in the same directory keeps stale plots"
 else
@@ -147,7 +147,7 @@ fi
 if cmp -s "$tmp/results1.json" "$out/results.json"; then ok "results.json identical on a second run"; else bad "results.json differs between two runs"; fi
 
 out=$tmp/report-skipped
-expect_rc 0 generate-skipped $py -m reports.generate "$tmp/skipped" "$out"
+expect_rc 0 generate-skipped $py -m reports.lab.generate "$tmp/skipped" "$out"
 has "skipped: verdict not measured" "$out/summary.md" 'seqread CPU cost per MiB.*not measured \(btrfs-extent skipped: kernel has no btrfs encryption'
 has "skipped: own section" "$out/summary.md" '^- \*\*btrfs-inode\*\*: kernel has no btrfs'
 has "skipped: profiles not collected" "$out/summary.md" 'not collected'
@@ -156,7 +156,7 @@ has "skipped: ratio plot labelled not measured" "$out/summary.md" 'per-extent / 
 hasnt "skipped: no flame graphs without profiles" "$out/summary.md" 'flame-diff'
 
 out=$tmp/report-skipped-prof
-expect_rc 0 generate-skipped-prof $py -m reports.generate "$tmp/skipped-prof" "$out"
+expect_rc 0 generate-skipped-prof $py -m reports.lab.generate "$tmp/skipped-prof" "$out"
 for f in flame-diff-ext4-inode-vs-ext4-plain.svg memory.png bpftrace_lookup_ns.png; do
 	if [ -s "$out/$f" ]; then ok "skipped-prof: report has $f"; else bad "skipped-prof: report lacks $f"; fi
 done
@@ -165,7 +165,7 @@ has "skipped-prof: memory rows of skipped arms" "$out/summary.md" '^\| btrfs-ext
 has "skipped-prof: flame table row of skipped arm" "$out/summary.md" '^\| btrfs-inode \| skipped: kernel has no btrfs'
 
 out=$tmp/report-scal
-expect_rc 0 generate-scaling $py -m reports.generate "$tmp/scal" "$out"
+expect_rc 0 generate-scaling $py -m reports.lab.generate "$tmp/scal" "$out"
 if [ -s "$out/scaling.png" ]; then ok "scaling: cost plot"; else bad "scaling: no scaling.png"; fi
 if $py - "$out/results.json" <<'EOF'; then ok "scaling: cost per 4 KiB and FIEMAP extents (known answer)"; else bad "scaling: results.json"; fi
 import json, sys
@@ -182,7 +182,7 @@ assert pts[0]["files"][0] == "raw/btrfs-inode/rep1/seqread-e1024.json"
 EOF
 has "scaling: table row" "$out/summary.md" '^\| seqread \| btrfs-inode \| 4096 \| 4116 \| 3 \| .* \| 20\.0 \| 20\.0-20\.0 \| 2\.000 \|'
 out=$tmp/report-gs
-expect_rc 0 generate-groupsweep $py -m reports.generate "$tmp/gs" "$out"
+expect_rc 0 generate-groupsweep $py -m reports.lab.generate "$tmp/gs" "$out"
 if [ -s "$out/groupsweep.png" ]; then ok "groupsweep: plot"; else bad "groupsweep: no groupsweep.png"; fi
 if $py - "$out/results.json" <<'EOF'; then ok "groupsweep: ratio, groups and counts per point (known answer)"; else bad "groupsweep: results.json"; fi
 import json, sys
@@ -212,7 +212,7 @@ has "groupsweep: bounded points not judged" "$out/summary.md" '^- seqread-g1, se
 hasnt "groupsweep: no verdict on a bounded point" "$out/summary.md" '^- seqread-g1 throughput'
 
 out=$tmp/report-one
-expect_rc 0 generate-one-rep $py -m reports.generate "$tmp/one" "$out"
+expect_rc 0 generate-one-rep $py -m reports.lab.generate "$tmp/one" "$out"
 if [ "$(grep -c '^- .*per-extent ÷ per-inode.*\*\*not conclusive (n = 1)\*\*' "$out/summary.md")" = 3 ]; then
 	ok "one rep: all 3 verdicts not conclusive (n = 1)"
 else
@@ -220,19 +220,19 @@ else
 fi
 hasnt "one rep: no CI in the verdicts" "$out/summary.md" '^- .*per-extent ÷ per-inode.*\(95% CI'
 has "one rep: says how many reps a verdict needs" "$out/summary.md" 'a verdict needs at least 4 paired reps'
-expect_rc 2 generate-no-meta $py -m reports.generate "$tmp/nonexistent" "$tmp/x"
+expect_rc 2 generate-no-meta $py -m reports.lab.generate "$tmp/nonexistent" "$tmp/x"
 
 echo "== CPU cost, and runs without it"
 out=$tmp/report
 has "summary.md: CPU table row" "$out/summary.md" '^\| btrfs-extent \| btrfs-inode \| 5 \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \| [0-9]+ \| 1\.0[0-9]+ \| '
 if [ -s "$out/cpu.png" ] && [ -s "$out/cpu.tsv" ]; then ok "report has cpu.png and cpu.tsv"; else bad "report lacks cpu.png or cpu.tsv"; fi
 for r in nocpu f2; do
-	expect_rc 0 "generate-$r" $py -m reports.generate "$tmp/$r" "$tmp/report-$r"
+	expect_rc 0 "generate-$r" $py -m reports.lab.generate "$tmp/$r" "$tmp/report-$r"
 	has "$r: verdicts fall back to throughput, labelled" "$tmp/report-$r/summary.md" '^- randread throughput, per-extent .* goal ≥ 0.97: \*\*(met|not met|undecided)\*\*.*\[old metric: '
 	hasnt "$r: no CPU verdict" "$tmp/report-$r/summary.md" '^- .*CPU cost per MiB'
 done
 has "f2: says where the arm definitions came from" "$tmp/report-f2/summary.md" 'FORMAT2_ARMS'
-expect_rc 0 generate-costly $py -m reports.generate "$tmp/costly" "$tmp/report-costly"
+expect_rc 0 generate-costly $py -m reports.lab.generate "$tmp/costly" "$tmp/report-costly"
 has "costly: 20% more CPU per MiB fails the goal, throughput beside it not failed" "$tmp/report-costly/summary.md" \
 	'^- seqread CPU cost per MiB, per-extent .*: 1\.2[0-9]+ \(95% CI [0-9.-]+\), goal ≤ 1.03: \*\*not met\*\*\. Beside it \(not deciding\): throughput 0\.9[0-9]+ \(95% CI [0-9.-]+; goal ≥ 0.97: (met|undecided)\)'
 

@@ -63,7 +63,7 @@ wl_target() { echo "$1/bench/frag-e${2##*-e}"; }
 # After each timed phase: the memory of the caches that hold per-file and
 # per-extent state (fscrypt_info, fscrypt_extent_info, fscrypt_extent_key,
 # btrfs_extent_map, btrfs_inode, btrfs_extent_buffer), the /proc/slabinfo
-# lines as they are, into DIR/PHASE.slabinfo (reports/wl_scaling.py reads
+# lines as they are, into DIR/PHASE.slabinfo (reports/lab/wl_scaling.py reads
 # them: active objects x object size).
 wl_after_phase() { # arm rep phase mnt dir
 	grep -E '^(# name|fscrypt_|btrfs_extent_map |btrfs_inode |btrfs_extent_buffer |ext4_inode_cache |ext4_extent_status )' \
