@@ -39,9 +39,11 @@
  * in its header sector, a discard has no data and is replayed as zeroes).
  * Checked are the states after every FLUSH or FUA entry and at every mark
  * from the mark "mkfs" on (a point and the mark right after it with no
- * write between are one state, checked once against the mark).  At a
- * point after mark N (LOGWRITES_POINTS=all; "marks" checks the marks only,
- * the slice `make test` runs):
+ * write between are one state, checked once against the mark).  Which
+ * states: LOGWRITES_POINTS=all, every one of them (tests/run-logwrites.sh,
+ * the reliability part); marks, every mark; sample (the default, the slice
+ * `make test` runs), every third mark from mkfs on, the marks commit and
+ * rekey, and the last.  At a point after mark N:
  *   - the snapshot mounts read-write (tree-log replay), K1 and K2 add;
  *   - every file the mark guarantees and the next step does not touch has
  *     exactly its name, length and bytes (read after the mount, decrypted
@@ -54,15 +56,20 @@
  *   - the kernel log of the mount and checks has no splat, no BTRFS error
  *     or critical line, no transaction abort, no csum failure;
  *   - unmounted, `btrfs check --readonly` of the snapshot is clean.
+ * Controls, so that a check which cannot fail does not pass: at the mark
+ * mkfs every file of the end must be missing (were the live device mounted
+ * instead of the replayed state, all would be there), and at the last mark
+ * a model with one byte flipped must count its file as lost.
  *
  * Figures (key TAB value) go to $LOGWRITES_FIGURES (default
  * $RESULTS/logwrites-figures.tsv): entries, flush_points (FLUSH or FUA
  * entries), points_checked, flush_points_checked, marks, marks_checked,
  * files_checked, lost (files wrong or missing at a point), name_errors,
  * check_runs, check_errors, check_clean, kmsg_bad, mount_failures,
- * record_s, replay_s, points_mode.
+ * control_missing, control_flip_found, controls_ok, record_s, replay_s,
+ * points_mode, and how the flush/FUA entries divide.
  *
- * Environment: LOGWRITES_POINTS (all | marks; default marks),
+ * Environment: LOGWRITES_POINTS (all | marks | sample; default sample),
  * LOGWRITES_SEED (default 0x36f0004), LOGWRITES_FS_MB (default 256),
  * LOGWRITES_KEEP_GOING=0 to stop at the first point that fails.
  */
@@ -680,6 +687,10 @@ static void workload(void)
 
 static unsigned char zero_blk[BLK];
 
+/* The controls expect failures: their messages are not printed as FAIL lines. */
+static int quiet;
+#define fail_msg(...) do { if (!quiet) printf(__VA_ARGS__); } while (0)
+
 /* Does block [off, off+len) of @got equal @data (zero past @size)? */
 static int block_is(const unsigned char *got, size_t off, size_t len,
 		    const unsigned char *data, size_t size)
@@ -743,7 +754,7 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 		/* exact */
 		if (!a->present) {
 			if (a->gone && exists(f->dir, a->name)) {
-				printf("FAIL %s: %s/%s was removed before the mark, and is there\n",
+				fail_msg("FAIL %s: %s/%s was removed before the mark, and is there\n",
 				       where, dir_rel[f->dir], a->name);
 				return 0;
 			}
@@ -752,12 +763,12 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 		fpath(p, sizeof(p), f->dir, a->name);
 		got = slurp(p, &len);
 		if (!got) {
-			printf("FAIL %s: %s/%s (%zu bytes, fsynced): " LAB_ERR_FMT "\n", where,
+			fail_msg("FAIL %s: %s/%s (%zu bytes, fsynced): " LAB_ERR_FMT "\n", where,
 			       dir_rel[f->dir], a->name, a->size, LAB_ERR_ARGS(errno));
 			return 0;
 		}
 		if (len != a->size || memcmp(got, a->data, len)) {
-			printf("FAIL %s: %s/%s: %zu bytes, expected %zu; first difference at %zu\n",
+			fail_msg("FAIL %s: %s/%s: %zu bytes, expected %zu; first difference at %zu\n",
 			       where, dir_rel[f->dir], a->name, len, a->size,
 			       lab_first_diff(got, a->data, len < a->size ? len : a->size));
 			free(got);
@@ -771,7 +782,7 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 	ea = a->present && exists(f->dir, a->name);
 	eb = b->present && strcmp(a->name, b->name) && exists(f->dir, b->name);
 	if (a->present && strcmp(a->name, b->name) && ea && eb) {
-		printf("FAIL %s: %s renamed to %s: both names are there\n", where, a->name, b->name);
+		fail_msg("FAIL %s: %s renamed to %s: both names are there\n", where, a->name, b->name);
 		return 0;
 	}
 	if (ea)
@@ -780,7 +791,7 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 		hit = b;
 	if (!hit) {
 		if (a->present && b->present) {
-			printf("FAIL %s: %s/%s (or its new name %s) is missing\n", where,
+			fail_msg("FAIL %s: %s/%s (or its new name %s) is missing\n", where,
 			       dir_rel[f->dir], a->name, b->name);
 			return 0;
 		}
@@ -789,12 +800,12 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 	fpath(p, sizeof(p), f->dir, hit->name);
 	got = slurp(p, &len);
 	if (!got) {
-		printf("FAIL %s: %s/%s (being changed): " LAB_ERR_FMT "\n", where,
+		fail_msg("FAIL %s: %s/%s (being changed): " LAB_ERR_FMT "\n", where,
 		       dir_rel[f->dir], hit->name, LAB_ERR_ARGS(errno));
 		return 0;
 	}
 	if (len > (a->size > b->size ? a->size : b->size)) {
-		printf("FAIL %s: %s/%s: %zu bytes, more than before (%zu) or after (%zu) the step\n",
+		fail_msg("FAIL %s: %s/%s: %zu bytes, more than before (%zu) or after (%zu) the step\n",
 		       where, dir_rel[f->dir], hit->name, len, a->size, b->size);
 		free(got);
 		return 0;
@@ -806,7 +817,7 @@ static int check_file(const char *where, int i, const struct fstate *a, const st
 		    block_is(got + off, off, n, b->data, b->size) ||
 		    !memcmp(got + off, zero_blk, n))
 			continue;
-		printf("FAIL %s: %s/%s: the block at %zu is neither the old, the new data nor zeroes\n",
+		fail_msg("FAIL %s: %s/%s: the block at %zu is neither the old, the new data nor zeroes\n",
 		       where, dir_rel[f->dir], hit->name, off);
 		free(got);
 		return 0;
@@ -853,7 +864,67 @@ static int check_names(const char *where, int dir, const struct step *m, const s
 }
 
 static int keep_going = 1;
-static int points_all;
+
+/* LOGWRITES_POINTS: which states are checked */
+enum { POINTS_ALL, POINTS_MARKS, POINTS_SAMPLE };
+static int points = POINTS_SAMPLE;
+static const char *const points_name[] = { "all", "marks", "sample" };
+
+/*
+ * Is the mark @k checked?  Every one but in the sample `make test` runs:
+ * every third mark (mkfs the first), the commit, the rekey and the last.
+ */
+static int mark_wanted(int k)
+{
+	if (points != POINTS_SAMPLE)
+		return 1;
+	return k % 3 == 0 || k == nsteps - 1 || !strcmp(steps[k].mark, "commit") ||
+	       !strcmp(steps[k].mark, "rekey");
+}
+
+static unsigned long long n_control_missing, n_control_present, n_control_flip;
+
+/*
+ * The controls, that a check which cannot fail does not pass for one: at
+ * the mark mkfs, none of the files of the end may be there (were the live
+ * device mounted instead of the replayed state, all would be); at the
+ * last mark, a model with one byte flipped must count that file as lost.
+ */
+static void controls(int k)
+{
+	const struct step *last = &steps[nsteps - 1];
+	struct fstate flip;
+	unsigned char *d;
+	int i;
+
+	quiet = 1;
+	if (k == 0) {
+		for (i = 0; i < nfiles; i++) {
+			if (!last->st[i].present)
+				continue;
+			n_control_present++;
+			n_control_missing += !check_file("control", i, &last->st[i], NULL);
+		}
+		printf("control at mark mkfs: %llu of the %llu files of the end are missing, as they must be\n",
+		       n_control_missing, n_control_present);
+	}
+	if (k == nsteps - 1) {
+		for (i = 0; i < nfiles && !last->st[i].present; i++)
+			;
+		if (i < nfiles) {
+			flip = last->st[i];
+			d = lab_xmalloc(flip.size);
+			memcpy(d, flip.data, flip.size);
+			d[flip.size / 2] ^= 0x20;
+			flip.data = d;
+			n_control_flip = !check_file("control", i, &flip, NULL);
+			printf("control at the last mark: a byte flipped in the model of %s %s\n",
+			       flip.name, n_control_flip ? "is found" : "is NOT found");
+			free(d);
+		}
+	}
+	quiet = 0;
+}
 
 /* Mount the state replayed so far (a snapshot of it) and check it against mark @k. */
 enum { PT_FLUSH, PT_MARK, PT_END };
@@ -906,6 +977,8 @@ static int check_point(const char *where, int k, int kind)
 				n_name_errors++;
 				ok = 0;
 			}
+		if (kind == PT_MARK)
+			controls(k);
 	}
 	if (mounted && umount(mnt)) {
 		printf("FAIL %s: umount: " LAB_ERR_FMT "\n", where, LAB_ERR_ARGS(errno));
@@ -1012,7 +1085,7 @@ static void replay(const char *logpath, const char *targetpath)
 				snprintf(where, sizeof(where), "entry %llu mark %s", (unsigned long long)e, name);
 				if (k >= 0 && pending)
 					n_flush_merged++;	/* the same state, checked as the mark */
-				if (k >= 0 || pending || applied_since)
+				if (k >= 0 ? mark_wanted(k) : pending || applied_since)
 					check_point(where, cur, k >= 0 ? PT_MARK : pending ? PT_FLUSH : PT_END);
 				pending = 0;
 				applied_since = 0;
@@ -1056,8 +1129,8 @@ static void replay(const char *logpath, const char *targetpath)
 			n_flush_points++;
 			if (!mkfs_seen || cur < 0)
 				n_flush_before_mkfs++;	/* no filesystem yet */
-			else if (!points_all)
-				;	/* LOGWRITES_POINTS=marks */
+			else if (points != POINTS_ALL)
+				;	/* LOGWRITES_POINTS=marks or sample */
 			else {
 				if (pending)
 					n_flush_merged++;	/* no write since the last one */
@@ -1108,7 +1181,7 @@ static void write_figures(void)
 		printf("# cannot write %s: %s\n", path, strerror(errno));
 		return;
 	}
-	fprintf(f, "points_mode\t%s\n", points_all ? "all" : "marks");
+	fprintf(f, "points_mode\t%s\n", points_name[points]);
 	fprintf(f, "seed\t0x%x\n", seed);
 	fprintf(f, "entries\t%llu\n", n_entries);
 	fprintf(f, "flush_points\t%llu\n", n_flush_points);
@@ -1128,6 +1201,10 @@ static void write_figures(void)
 	fprintf(f, "check_errors\t%llu\n", n_check_errors);
 	fprintf(f, "check_clean\t%d\n", n_check_runs > 0 && n_check_errors == 0);
 	fprintf(f, "kmsg_bad\t%llu\n", n_kmsg_bad);
+	fprintf(f, "control_missing\t%llu of %llu\n", n_control_missing, n_control_present);
+	fprintf(f, "control_flip_found\t%llu\n", n_control_flip);
+	fprintf(f, "controls_ok\t%d\n", n_control_present > 0 &&
+		n_control_missing == n_control_present && n_control_flip == 1);
 	fprintf(f, "record_s\t%.0f\n", record_s);
 	fprintf(f, "replay_s\t%.0f\n", replay_s);
 	fclose(f);
@@ -1142,18 +1219,24 @@ int main(void)
 	char why[256], data_no[32], log_no[32], params[96], logpath[128], replaypath[128];
 	long long s1, s2, fs, cowlen, loglen;
 	struct lab_dm_target t;
-	int i;
+	int i, fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t0 = now_s();
 	mnt = lab_env("SCRATCH_MNT");
 	seed = sd && *sd ? (uint32_t)strtoul(sd, NULL, 0) : 0x36f0004;
-	points_all = pts && !strcmp(pts, "all");
+	for (i = 0; pts && *pts && i < 3 && strcmp(pts, points_name[i]); i++)
+		;
+	if (i == 3)
+		lab_die("LOGWRITES_POINTS must be all, marks or sample (got %s)", pts);
+	if (pts && *pts)
+		points = i;
 	keep_going = !(kg && !strcmp(kg, "0"));
 	fs = (mb && *mb ? atoll(mb) : 256) << 11;
 	snprintf(tag, sizeof(tag), "%08x", (uint32_t)lab_splitmix64(&(uint64_t){ seed }));
-	printf("btrfs_fscrypt_logwrites: an encrypted workload recorded with dm-log-writes and replayed to every %s (seed 0x%x, filesystem %lld MiB)\n",
-	       points_all ? "flush, FUA and mark" : "mark", seed, fs >> 11);
+	printf("btrfs_fscrypt_logwrites: an encrypted workload recorded with dm-log-writes and replayed to %s (LOGWRITES_POINTS=%s, seed 0x%x, filesystem %lld MiB)\n",
+	       points == POINTS_ALL ? "every flush, FUA and mark" : points == POINTS_MARKS ?
+	       "every mark" : "a sample of the marks", points_name[points], seed, fs >> 11);
 
 	if (!lab_dm_available(why, sizeof(why)))
 		lab_skip("%s", why);
@@ -1253,8 +1336,14 @@ int main(void)
 	PHASE("replay: %llu entries, %llu flush/FUA entries; %llu states checked (%llu at marks, %llu at flush/FUA points), %llu file checks, %llu lost, %llu name errors, btrfs check %llu runs %llu unclean, %llu bad kernel lines",
 	      n_entries, n_flush_points, n_points, n_marks_checked, n_flush_checked,
 	      n_files_checked, n_lost, n_name_errors, n_check_runs, n_check_errors, n_kmsg_bad);
-	CHECK(n_marks_checked == (unsigned long long)nsteps,
-	      "%llu marks checked of the %d the workload sent", n_marks_checked, nsteps);
+	for (i = 0, fd = 0; i < nsteps; i++)
+		fd += mark_wanted(i);
+	CHECK(n_marks_checked == (unsigned long long)fd,
+	      "%llu marks checked, %d wanted of the %d the workload sent", n_marks_checked, fd, nsteps);
+	CHECK(n_control_present > 0 && n_control_missing == n_control_present,
+	      "control: at the mark mkfs %llu of the %llu files of the end were missing (all must be)",
+	      n_control_missing, n_control_present);
+	CHECK(n_control_flip == 1, "control: a byte flipped in the model at the last mark was not found");
 	CHECK(n_marks == (unsigned long long)nsteps, "%llu workload marks in the log, %d sent",
 	      n_marks, nsteps);
 	write_figures();

@@ -199,13 +199,14 @@ for p in $parts; do
 		[ "$(num rekey-adversary rekeys_completed)" != 0 ] || bad=$((bad + 1)) ;;
 	logwrites)
 		what="$(val logwrites entries) log entries replayed, $(val logwrites points_checked) states ($(val logwrites points_mode) points)"
-		checked="$(val logwrites marks_checked) of $(val logwrites marks) marks and $(val logwrites flush_points_checked) flush/FUA points ($(val logwrites flush_points) in the log, $(val logwrites flush_points_merged) the same state as the next, $(val logwrites flush_points_before_mkfs) before mkfs), $(val logwrites files_checked) file checks; btrfs check clean: $(val logwrites check_clean) ($(val logwrites check_runs) runs)"
+		checked="$(val logwrites marks_checked) of $(val logwrites marks) marks and $(val logwrites flush_points_checked) flush/FUA points ($(val logwrites flush_points) in the log, $(val logwrites flush_points_merged) the same state as the next, $(val logwrites flush_points_before_mkfs) before mkfs), $(val logwrites files_checked) file checks (controls found: $(val logwrites controls_ok)); btrfs check clean: $(val logwrites check_clean) ($(val logwrites check_runs) runs)"
 		clean="-"
 		lost="$(val logwrites lost) files lost, $(val logwrites name_errors) name errors, $(val logwrites mount_failures) mount failures, $(val logwrites kmsg_bad) bad kernel lines"
 		bad=$(( $(num logwrites lost) + $(num logwrites name_errors) +
 			$(num logwrites mount_failures) + $(num logwrites check_errors) +
 			$(num logwrites kmsg_bad) ))
 		[ "$(fig logwrites check_clean)" = 1 ] || bad=$((bad + 1))
+		[ "$(fig logwrites controls_ok)" = 1 ] || bad=$((bad + 1))
 		if [ "$(num logwrites marks_checked)" = 0 ] ||
 			[ "$(fig logwrites marks_checked)" != "$(fig logwrites marks)" ]; then
 			bad=$((bad + 1))
