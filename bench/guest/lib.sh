@@ -856,7 +856,7 @@ profiled_run() { # arm
 	kill -INT "$bt"; wait "$bt"
 	progress "profile: $ph under perf record -g"
 	drop_caches
-	perf record -e cpu-clock -F 499 -g -a -o /tmp/perf.data -- \
+	perf record -e cpu-clock -F "${PROFILE_HZ:-499}" -g -a -o /tmp/perf.data -- \
 		/job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph-perf-record.json" >"$pdir/perf-record.err" 2>&1
 	progress "profile: perf script"
 	perf script -i /tmp/perf.data 2>>"$pdir/perf-record.err" | gzip >"$pdir/perf-script.txt.gz"

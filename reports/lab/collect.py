@@ -299,6 +299,9 @@ def collect(vm, job, run):
         # results are raw/<arm>/rep<N>/<phase>.tsv (read_command_result)
         "command_phases": command_phases,
         "profile_phase": _guest_text(bench, "profile-phase"),
+        # perf record's rate in the profiled rep (PROFILE_HZ; 499 before
+        # the rate could be set)
+        "profile_hz": int(env.get("PROFILE_HZ", "499") or 499),
         "arms": arms,
         "arm_fact_problems": problems,
         "order": [[arm, int(rep)] for arm, rep in

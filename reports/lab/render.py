@@ -863,8 +863,8 @@ def section_memory(doc, run, res, plots):
 def section_flames(doc, run, res):
     doc.h(2, "Flame graphs")
     fl = res.get("flames") or {}
-    doc.p("`perf record -e cpu-clock -F 499 -g -a` around the profiled "
-          "phase (a separate pass from the bpftrace one), `perf script` "
+    doc.p(f"`perf record -e cpu-clock -F {run.profile_hz} -g -a` around the "
+          "profiled phase (a separate pass from the bpftrace one), `perf script` "
           "in the guest, folded and drawn here (reports/lab/flame.py): the "
           "width of a frame is its share of the non-idle samples; the "
           "process name is the bottom frame.")
