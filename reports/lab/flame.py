@@ -4,6 +4,7 @@
     flame_svg(folded, title, ...) -> SVG text
     diff_flame_svg(target, base, title, ...) -> SVG text
     frame_deltas(target, base) -> per-function share changes
+    premium_by_category(target, base) -> extra samples per category
 
 No third-party flame graph code: the folding follows perf script's text
 format (one header line per sample, then one indented line per frame, leaf
@@ -22,6 +23,7 @@ knows the file, "[file name]".
 """
 
 import html
+import math
 import re
 import zlib
 
@@ -321,3 +323,99 @@ def frame_deltas(target, base):
                      "incl_delta": it.get(name, 0.0) - ib.get(name, 0.0)})
     rows.sort(key=lambda r: (-abs(r["self_delta"]), r["function"]))
     return rows
+
+
+# What the per-extent premium of a read is made of, as categories of
+# functions (name patterns): each busy sample counts for the innermost
+# frame of its stack that matches one, from the leaf up, else for "other".
+# The categories thus partition the samples, and their premiums add up to
+# the whole. The order decides where a frame matching two would go.
+PREMIUM_CATEGORIES = [
+    ("per-extent info setup (context load, parse, alloc, free)",
+     r"^(fscrypt_load_extent_info|btrfs_fscrypt_load_extent|"
+     r"fscrypt_new_extent_info|fscrypt_put_extent_info|"
+     r"fscrypt_get_extent_info|fscrypt_parse_extent_context|"
+     r"fscrypt_check_extent_fields|btrfs_fscrypt_check_file_extent|"
+     r"fscrypt_extent_parent_info)$"),
+    ("extent key lookup at load (group hint, table, derivation)",
+     r"^(fscrypt_extent_key_for_load|fscrypt_find_or_derive_extent_key|"
+     r"fscrypt_extent_lookup_locked|fscrypt_get_extent_key|"
+     r"fscrypt_put_extent_key|fscrypt_extent_key_is|"
+     r"fscrypt_derive_extent_key|fscrypt_hkdf_expand|"
+     r"fscrypt_other_master_key)$"),
+    ("per-block key lookup at decryption (callback, checks, key slot)",
+     r"^(fscrypt_lookup_extent|btrfs_fscrypt_get_extent_info|"
+     r"btrfs_fscrypt_read_extent_info|fscrypt_crypt_extent_units|"
+     r"fscrypt_crypt_extent_run|fscrypt_get_key_slot|fscrypt_put_key_slot|"
+     r"fscrypt_find_key_slot|fscrypt_get_key_pool|"
+     r"fscrypt_generate_extent_iv|btrfs_decrypt_read_range|"
+     r"btrfs_fscrypt_read_bio_set|btrfs_fscrypt_read_bio_put|"
+     r"btrfs_fscrypt_read_bio_matches)$"),
+    ("AES", r"(aes|xts|gf128|skcipher)"),
+    ("data checksums", r"(crc32c|crc_pcl|btrfs_check_data_csum|"
+     r"btrfs_data_csum_ok|btrfs_lookup_bio_sums|btrfs_csum)"),
+    ("extent maps and file extent lookup",
+     r"^(btrfs_get_extent|get_extent_map|\w*search_extent_mapping|"
+     r"\w*lookup_extent_mapping|btrfs_extent_item_to_extent_map|"
+     r"btrfs_lookup_file_extent|\w*add_extent_mapping|\w*alloc_extent_map|"
+     r"\w*free_extent_map|merge_extent_mapping|try_merge_map)$"),
+    ("metadata b-tree (search, leaves)",
+     r"^(btrfs_search_slot|btrfs_bin_search|read_extent_buffer|"
+     r"btrfs_tree_read_\w+|read_block_for_search|btrfs_next_leaf|"
+     r"btrfs_release_path|btrfs_get_\w+|find_extent_buffer|"
+     r"btree_read_extent_buffer_pages|btrfs_validate_extent_buffer)$"),
+    ("bios (build, submit, complete)",
+     r"^(submit_extent_folio|submit_one_bio|alloc_new_bio|btrfs_submit_\w+|"
+     r"btrfs_bio_alloc|end_bbio_data_read|btrfs_orig_bbio_end_io|"
+     r"btrfs_simple_end_io|bio_add_folio|btrfs_end_bio_work|"
+     r"btrfs_do_readpage|submit_bio_noacct|blk_mq_\w+|virtio_queue_rq|"
+     r"bio_endio|blk_update_request|btrfs_map_block)$"),
+    ("page cache, copy to user",
+     r"^(filemap_\w+|copy_page_to_iter|_copy_to_iter|rep_movs_alternative|"
+     r"page_cache_ra_unbounded|__filemap_add_folio|folio_mark_accessed|"
+     r"clear_page_erms|next_uptodate_folio)$"),
+    ("slab and page allocator",
+     r"^(kmem_cache_\w+|__slab_free|___slab_alloc|kfree|__kmalloc\w*|"
+     r"mempool_\w+|__alloc_pages\w*|free_unref_\w+|__rmqueue\w*)$"),
+    ("locks, atomics, wakeups",
+     r"^(_raw_spin_\w+|mutex_\w+|__mutex_\w+|queued_spin_lock_slowpath|"
+     r"__wake_up\w*|refcount_\w+|down_read|up_read)$"),
+]
+_CATEGORY_RES = [(name, re.compile(rx)) for name, rx in PREMIUM_CATEGORIES]
+
+
+def _category_samples(folded):
+    out = {}
+    for stack, n in folded.items():
+        name = "other"
+        for frame in reversed(stack.split(";")[1:]):
+            hit = next((c for c, rx in _CATEGORY_RES if rx.search(frame)),
+                       None)
+            if hit:
+                name = hit
+                break
+        out[name] = out.get(name, 0) + n
+    return out
+
+
+def premium_by_category(target, base):
+    """How much of target's extra busy samples over base each category of
+    PREMIUM_CATEGORIES holds, for two profiles of the same work (the
+    profiled phase of two arms). Counts, not shares: the premium of a
+    category is (target - base) / base's busy samples, and its one
+    standard deviation, counting samples as Poisson, sqrt(target + base)
+    / base. Returns {"total": (target, base, premium, sd), "rows": [...]},
+    rows sorted by premium, largest first."""
+    t, b = _category_samples(target), _category_samples(base)
+    tt, tb = sum(target.values()), sum(base.values())
+    if not tb:
+        return None
+
+    def row(name, x, y):
+        return {"category": name, "target": x, "base": y,
+                "premium": (x - y) / tb, "sd": math.sqrt(x + y) / tb}
+    rows = [row(c, t.get(c, 0), b.get(c, 0))
+            for c in [n for n, _ in PREMIUM_CATEGORIES] + ["other"]]
+    rows.sort(key=lambda r: (-r["premium"], r["category"]))
+    return {"total": row("all busy samples", tt, tb), "rows": rows}
+

@@ -577,7 +577,8 @@ def make_flames(run, prof, out_dir):
                 f"{phase}" + ("" if main else f"; {why}")))
         out["diff"] = {"target": a, "base": b, "main": main, "label": label,
                        "why_not_main": None if main else why,
-                       "svg": rel, "top": F.frame_deltas(ta, tb)[:15]}
+                       "svg": rel, "top": F.frame_deltas(ta, tb)[:15],
+                       "premium": F.premium_by_category(ta, tb)}
     for v in out["arms"].values():
         v.pop("_busy")
     return out

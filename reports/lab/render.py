@@ -908,6 +908,33 @@ def section_flames(doc, run, res):
                 f"{100 * r['self_delta']:+.2f}",
                 f"{100 * r['incl_target']:.2f}",
                 f"{100 * r['incl_base']:.2f}") for r in d["top"]])
+    premium_table(doc, d)
+
+
+def premium_table(doc, d):
+    """Where the extra samples of the target are: categories of functions
+    (reports/lab/flame.py PREMIUM_CATEGORIES), in samples, not shares."""
+    p = d.get("premium")
+    if not p:
+        return
+    t = p["total"]
+    doc.h(3, f"Where {d['target']}'s extra samples are")
+    doc.p(f"Busy samples of the profiled phase, {d['target']} against "
+          f"{d['base']}: {t['target']} against {t['base']}, "
+          f"{100 * t['premium']:+.2f}% (one SD {100 * t['sd']:.2f} points, "
+          "counting samples as Poisson). Each sample counts for the "
+          "innermost frame of its stack that falls in a category; a "
+          "category's premium is its extra samples over the base's busy "
+          "samples, so the rows add up to the total. A row within about two "
+          "SDs of zero is not told apart from noise"
+          + ("; **at this sample count the total itself is not**: a run "
+             "with a higher PROFILE_HZ gives more samples"
+             if abs(t["premium"]) < 2 * t["sd"] else "") + ".")
+    doc.table(["category", d["target"], d["base"], "premium, points",
+               "one SD"],
+              [(r["category"], r["target"], r["base"],
+                f"{100 * r['premium']:+.2f}", f"{100 * r['sd']:.2f}")
+               for r in p["rows"]])
 
 
 def section_no_fio_phases(doc, run):

@@ -3,6 +3,7 @@
 Run from the repo root: /usr/bin/python3 -m unittest -v reports.lab.test_flame
 """
 
+import math
 import re
 import unittest
 
@@ -151,3 +152,33 @@ class Diff(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Premium(unittest.TestCase):
+    # 100 samples in the base; the target has 10 more key-slot samples
+    # (their innermost category frame), 4 more AES ones under the same
+    # decryption frames, and 1 more of a function no category names.
+    BASE = {"fio;filemap_read;aes_xts_decrypt_aesni_avx": 60,
+            "kworker;btrfs_decrypt_read_range;fscrypt_get_key_slot": 10,
+            "fio;vfs_read;mystery": 30}
+    TARGET = {"fio;filemap_read;aes_xts_decrypt_aesni_avx": 60,
+              "kworker;btrfs_decrypt_read_range;fscrypt_get_key_slot": 20,
+              "kworker;btrfs_decrypt_read_range;fscrypt_crypt_extent_run;"
+              "aes_xts_decrypt_aesni_avx": 4,
+              "fio;vfs_read;mystery": 31}
+
+    def test_rows_partition_the_premium(self):
+        p = F.premium_by_category(self.TARGET, self.BASE)
+        self.assertAlmostEqual(p["total"]["premium"], 0.15)
+        self.assertAlmostEqual(sum(r["premium"] for r in p["rows"]),
+                               p["total"]["premium"])
+        by = {r["category"]: r for r in p["rows"]}
+        slot = [c for c in by if c.startswith("per-block key lookup")][0]
+        self.assertEqual((by[slot]["target"], by[slot]["base"]), (20, 10))
+        self.assertAlmostEqual(by["AES"]["premium"], 0.04)
+        self.assertAlmostEqual(by["other"]["premium"], 0.01)
+        self.assertEqual(p["rows"][0]["category"], slot)
+        self.assertAlmostEqual(by[slot]["sd"], math.sqrt(30) / 100)
+
+    def test_empty_base(self):
+        self.assertIsNone(F.premium_by_category(self.TARGET, {}))
