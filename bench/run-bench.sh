@@ -70,10 +70,12 @@ INJECT_LOOKUP_DELAY_NS=${INJECT_LOOKUP_DELAY_NS:-0}
 # rotate (A B, B A, ...: the default), random (ORDER_SEED, recorded; a
 # seed from the clock without it) or fixed (A B in every rep).
 ORDER=${ORDER:-rotate}
-# The sampling rate of the profiled rep's perf record: 499 Hz by default; a
-# run that attributes a premium of a few percent per function needs more
-# samples (one profiled seqread gives about 900 busy samples at 499 Hz).
-PROFILE_HZ=${PROFILE_HZ:-499}
+# How many times the profiled rep runs its phase under perf record (their
+# samples put together): one profiled seqread of the fragmented workload
+# gives about 900 busy samples (the perf kernel has no high-resolution
+# timers, so sampling stops at its 250 Hz tick), too few to attribute a
+# premium of a few percent; each pass adds as many.
+PROFILE_PASSES=${PROFILE_PASSES:-1}
 ORDER_SEED=${ORDER_SEED:-}
 # REPORT=0: only the raw run (for bench/run-boots.sh, which reports on
 # its set of boots); RUN_DIR: where the raw run goes (default
@@ -95,7 +97,7 @@ if [ -z "$workload" ] || [ ! -f "$top/bench/workloads/$workload/workload.conf" ]
 	[ -n "$workload" ] && [ "$workload" != list ] &&
 		echo "bench: error: unknown workload '$workload'" >&2
 	echo "bench: available workloads: $(available | paste -sd' ' -)" >&2
-	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PROFILE_HZ=499] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [ORDER=rotate|random|fixed] [ORDER_SEED=N] [INJECT_LOOKUP_DELAY_NS=N (tests of the regression checks only)] [workload variables: its PARAMS]" >&2
+	echo "usage: make bench WORKLOAD=<name> [REPS=$REPS] [ARMS=\"$DEFAULT_ARMS\"] [PROFILE=0|1] [PROFILE_PASSES=1] [PREP=once|each] [SCRATCH_IN_RAM=1|0] [ACCEL=auto|kvm|tcg|icount] [MIN_EXTENTS=N] [ORDER=rotate|random|fixed] [ORDER_SEED=N] [INJECT_LOOKUP_DELAY_NS=N (tests of the regression checks only)] [workload variables: its PARAMS]" >&2
 	if [ "$workload" = list ]; then
 		echo "bench: arms: $ALL_ARMS" >&2
 		echo "bench: without ARMS: $DEFAULT_ARMS, except in the workloads that name their own:" >&2
@@ -124,7 +126,7 @@ case ${REKEY_NAMES:-1} in *[!0-9\ ]*) die "REKEY_NAMES must be numbers of names,
 case $INJECT_LOOKUP_DELAY_NS in '' | *[!0-9]*) die "INJECT_LOOKUP_DELAY_NS must be a number of nanoseconds, not '$INJECT_LOOKUP_DELAY_NS'" ;; esac
 case $ORDER in rotate | fixed) ;; random) ORDER_SEED=${ORDER_SEED:-$(( $(date +%s) % 1000000 ))} ;;
 *) die "ORDER must be rotate, random or fixed, not '$ORDER'" ;; esac
-case $PROFILE_HZ in '' | *[!0-9]* | 0) die "PROFILE_HZ must be a whole number of samples per second, not '$PROFILE_HZ'" ;; esac
+case $PROFILE_PASSES in '' | *[!0-9]* | 0) die "PROFILE_PASSES must be a whole number of passes above 0, not '$PROFILE_PASSES'" ;; esac
 case ${ORDER_SEED:-0} in *[!0-9]*) die "ORDER_SEED must be a number, not '$ORDER_SEED'" ;; esac
 case $REPORT in 0 | 1) ;; *) die "REPORT must be 0 or 1, not '$REPORT'" ;; esac
 # Variables given to make on its command line (make puts them in
@@ -133,7 +135,7 @@ case $REPORT in 0 | 1) ;; *) die "REPORT must be 0 or 1, not '$REPORT'" ;; esac
 # (make bench WORKLOAD=fragmented CT_GENS=8) is an error, not silently
 # ignored.
 LAB_VARS="WORKLOAD REPS ARMS PROFILE PREP SCRATCH_IN_RAM SCRATCH_DIR SCRATCH_SAVE_MIB
-	KEEP_DISKS ACCEL ACCEL_NO_KVM KERNEL TIMEOUT ORDER ORDER_SEED INJECT_LOOKUP_DELAY_NS PROFILE_HZ
+	KEEP_DISKS ACCEL ACCEL_NO_KVM KERNEL TIMEOUT ORDER ORDER_SEED INJECT_LOOKUP_DELAY_NS PROFILE_PASSES
 	MIN_EXTENTS MAX_EXTENTS FLAVOR BASE BUILD JOBS OLD NEW BOOTS SET_DIR RESOLVE_ONLY
 	REPORT RUN_DIR HISTORY_DIR LAB_HISTORY_DIR BENCH_DRY_RUN ONLY HOST_TESTS GUEST_TESTS V"
 wl_params=$(workload_var "$workload" PARAMS)
@@ -170,7 +172,7 @@ install -m 0755 "$top/bench/guest/run" "$job/run"
 	echo "REPS=$REPS"
 	echo "ARMS=\"$ARMS\""
 	echo "PROFILE=$PROFILE"
-	echo "PROFILE_HZ=$PROFILE_HZ"
+	echo "PROFILE_PASSES=$PROFILE_PASSES"
 	echo "PREP=$PREP"
 	echo "INJECT_LOOKUP_DELAY_NS=$INJECT_LOOKUP_DELAY_NS"
 	echo "BENCH_ORDER=$ORDER"

@@ -829,7 +829,8 @@ trace_counts() { # phase
 # each time: (1) under bpftrace and perf stat, with slab snapshots before and
 # after it (memory after the read phase); (2) under perf record -g, for the
 # flame graphs (a separate pass, so that sampling does not disturb the
-# bpftrace latencies); then (3) each count phase of the workload once, with
+# bpftrace latencies), PROFILE_PASSES times, each from a cold cache, their
+# samples put together; then (3) each count phase of the workload once, with
 # the fscrypt events counted through tracefs (profiles/<arm>/counts.tsv).
 # Its numbers are not used for the timed tables.
 profiled_run() { # arm
@@ -854,13 +855,17 @@ profiled_run() { # arm
 		-a -- /job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph.json" >/dev/null 2>&1
 	slab_snapshot "$pdir/slab.txt"
 	kill -INT "$bt"; wait "$bt"
-	progress "profile: $ph under perf record -g"
-	drop_caches
-	perf record -e cpu-clock -F "${PROFILE_HZ:-499}" -g -a -o /tmp/perf.data -- \
-		/job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph-perf-record.json" >"$pdir/perf-record.err" 2>&1
-	progress "profile: perf script"
-	perf script -i /tmp/perf.data 2>>"$pdir/perf-record.err" | gzip >"$pdir/perf-script.txt.gz"
-	rm -f /tmp/perf.data
+	: >"$pdir/perf-record.err"
+	rm -f "$pdir/perf-script.txt.gz"
+	for pass in $(seq "${PROFILE_PASSES:-1}"); do
+		progress "profile: $ph under perf record -g (pass $pass of ${PROFILE_PASSES:-1})"
+		drop_caches
+		perf record -e cpu-clock -F 499 -g -a -o /tmp/perf.data -- \
+			/job/run --phase "$arm" "$mnt" "$ph" "$pdir/$ph-perf-record.json" >>"$pdir/perf-record.err" 2>&1
+		# gzip members appended one after the other read back as one stream
+		perf script -i /tmp/perf.data 2>>"$pdir/perf-record.err" | gzip >>"$pdir/perf-script.txt.gz"
+		rm -f /tmp/perf.data
+	done
 	for cph in $count_phases; do
 		progress "count: $cph with the fscrypt events traced (tracefs)"
 		drop_caches

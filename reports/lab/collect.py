@@ -299,9 +299,9 @@ def collect(vm, job, run):
         # results are raw/<arm>/rep<N>/<phase>.tsv (read_command_result)
         "command_phases": command_phases,
         "profile_phase": _guest_text(bench, "profile-phase"),
-        # perf record's rate in the profiled rep (PROFILE_HZ; 499 before
-        # the rate could be set)
-        "profile_hz": int(env.get("PROFILE_HZ", "499") or 499),
+        # the passes of the profiled rep's phase under perf record
+        # (PROFILE_PASSES; 1 before they could be set)
+        "profile_passes": int(env.get("PROFILE_PASSES", "1") or 1),
         "arms": arms,
         "arm_fact_problems": problems,
         "order": [[arm, int(rep)] for arm, rep in

@@ -554,8 +554,8 @@ def make_flames(run, prof, out_dir):
         with open(os.path.join(out_dir, svg_rel), "w", encoding="utf-8") as f:
             f.write(F.flame_svg(
                 busy, f"{arm}: perf record -g, {phase}",
-                f"{n} samples at {run.profile_hz} Hz on all CPUs; {idle} "
-                "idle (swapper) samples left out"))
+                f"{n} samples ({run.profile_passes} pass(es)) on all CPUs; "
+                f"{idle} idle (swapper) samples left out"))
         out["arms"][arm] = {"svg": svg_rel, "folded": folded_rel,
                             "busy_samples": n, "idle_samples": idle,
                             "_busy": busy}

@@ -863,8 +863,10 @@ def section_memory(doc, run, res, plots):
 def section_flames(doc, run, res):
     doc.h(2, "Flame graphs")
     fl = res.get("flames") or {}
-    doc.p(f"`perf record -e cpu-clock -F {run.profile_hz} -g -a` around the "
-          "profiled phase (a separate pass from the bpftrace one), `perf script` "
+    passes = (f", {run.profile_passes} times from a cold cache, their "
+              "samples put together" if run.profile_passes > 1 else "")
+    doc.p("`perf record -e cpu-clock -F 499 -g -a` around the "
+          f"profiled phase{passes} (a separate pass from the bpftrace one), `perf script` "
           "in the guest, folded and drawn here (reports/lab/flame.py): the "
           "width of a frame is its share of the non-idle samples; the "
           "process name is the bottom frame.")
@@ -928,7 +930,7 @@ def premium_table(doc, d):
           "samples, so the rows add up to the total. A row within about two "
           "SDs of zero is not told apart from noise"
           + ("; **at this sample count the total itself is not**: a run "
-             "with a higher PROFILE_HZ gives more samples"
+             "with more PROFILE_PASSES gives more samples"
              if abs(t["premium"]) < 2 * t["sd"] else "") + ".")
     doc.table(["category", d["target"], d["base"], "premium, points",
                "one SD"],

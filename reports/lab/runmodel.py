@@ -678,7 +678,7 @@ class Run:
     fio_version: str = None
     jobfiles: dict = field(default_factory=dict)
     profile_phase: str = None
-    profile_hz: int = 499
+    profile_passes: int = 1
     workload_params: dict = field(default_factory=dict)
     extent_checks: list = field(default_factory=list)
     extent_counts: dict = None
@@ -949,7 +949,7 @@ def run_of_meta(run_dir, meta):
         fio_version=meta.get("fio_version"),
         jobfiles=meta.get("jobfiles") or {},
         profile_phase=meta.get("profile_phase") or None,
-        profile_hz=meta.get("profile_hz") or 499,
+        profile_passes=meta.get("profile_passes") or 1,
         workload_params=meta.get("workload_params") or {},
         extent_checks=[c for c in meta.get("extent_checks") or []
                        if isinstance(c, dict)],
