@@ -268,6 +268,20 @@ class Collect(unittest.TestCase):
         self.assertTrue(run.has_cpu)
         self.assertEqual((run.main.a, run.main.b), ("btrfs-extent", "btrfs-inode"))
 
+    def test_profile_passes_recorded(self):
+        # a guest before PROFILE_PASSES ran one pass
+        vm, job = fake_guest(self.root)
+        self.assertEqual(C.collect(vm, job, os.path.join(
+            self.root, "run"))["profile_passes"], 1)
+        self.assertEqual(M.load_run(os.path.join(
+            self.root, "run")).profile_passes, 1)
+        env = os.path.join(job, "bench.env")
+        with open(env, "a") as f:
+            f.write("PROFILE_PASSES=20\n")
+        run_dir = os.path.join(self.root, "run20")
+        C.collect(vm, job, run_dir)
+        self.assertEqual(M.load_run(run_dir).profile_passes, 20)
+
     def test_spec_comes_from_the_job_not_the_working_tree(self):
         vm, job = fake_guest(self.root)
         conf = os.path.join(job, "bench", "arms", "btrfs-plain.conf")
