@@ -275,6 +275,7 @@ watchdog() {
 		fi
 		[ -n "$test_budget" ] || continue
 		line=$(grep -aE '^LAB-TEST-START |^LAB-TEST-END |^LAB-TEST [A-Z]+ ' "$console" | tail -n 1)
+		line=${line%$'\r'}	# the serial console ends lines with CR LF
 		case $line in
 		"LAB-TEST-START "*)
 			if [ "${line#LAB-TEST-START }" != "$cur" ]; then
