@@ -119,21 +119,6 @@ def arm_facts(rows):
 CPU_WINDOWS = "cpu-windows.tsv"
 
 
-def run_kind(meta):
-    """What made the run: "bench" (make bench), or the label of the set
-    it is one boot of (bench/run-boots.sh: "nightly", "old", "new")."""
-    boot = meta.get("boot") or {}
-    return boot.get("boot_label") or "bench"
-
-
-def injected_delay_ns(meta):
-    """The per-lookup delay a run injected, in ns (0: none), from either
-    of the keys runs have used."""
-    if meta.get("injected_lookup_delay_ns"):
-        return int(meta["injected_lookup_delay_ns"])
-    return int(meta.get("injected_lookup_delay_us") or 0) * 1000
-
-
 def _guest_lines(bench, name):
     path = os.path.join(bench, name)
     if not os.path.exists(path):
