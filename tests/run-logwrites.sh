@@ -101,21 +101,10 @@ wall=$(( $(date +%s) - start ))
 
 # ---- what came back ------------------------------------------------------------
 
-log=$out/vm/results/tests/btrfs_fscrypt_logwrites.log
-[ -f "$log" ] && cp "$log" "$out/test.log"
-status=$(awk -F'\t' '$1 == "btrfs_fscrypt_logwrites" { print $2 }' "$out/vm/results/tests.tsv" 2>/dev/null)
-test_secs=$(awk -F'\t' '$1 == "btrfs_fscrypt_logwrites" { print $3 }' "$out/vm/results/tests.tsv" 2>/dev/null)
-splat_lines=$("$top/vm-images/console-check.sh" "$out/vm/console.log" 2>/dev/null)
-splats=0
-[ -n "$splat_lines" ] && splats=$(printf '%s\n' "$splat_lines" | wc -l)
-
-if [ -f "$out/vm/results/logwrites-figures.tsv" ]; then
-	cp "$out/vm/results/logwrites-figures.tsv" "$out/figures.tsv"
-else
-	: >"$out/figures.tsv"
-fi
-printf 'splats\t%s\nduration_s\t%s\n' "$splats" "$wall" >>"$out/figures.tsv"
-fig() { awk -F'\t' -v k="$1" '$1 == k { print $2; exit }' "$out/figures.tsv"; }
+# shellcheck source=tests/lib/part-results.sh
+. "$top/tests/lib/part-results.sh"
+part_results btrfs_fscrypt_logwrites logwrites-figures.tsv
+printf 'duration_s\t%s\n' "$wall" >>"$out/figures.tsv"
 
 ok=1
 why=()

@@ -95,24 +95,13 @@ wall=$(( $(date +%s) - start ))
 
 # ---- what came back ------------------------------------------------------------
 
-log=$out/vm/results/tests/btrfs_fscrypt_stress.log
-[ -f "$log" ] && cp "$log" "$out/test.log"
-status=$(awk -F'\t' '$1 == "btrfs_fscrypt_stress" { print $2 }' "$out/vm/results/tests.tsv" 2>/dev/null)
-test_secs=$(awk -F'\t' '$1 == "btrfs_fscrypt_stress" { print $3 }' "$out/vm/results/tests.tsv" 2>/dev/null)
-splat_lines=$("$top/vm-images/console-check.sh" "$out/vm/console.log" 2>/dev/null)
-splats=0
-[ -n "$splat_lines" ] && splats=$(printf '%s\n' "$splat_lines" | wc -l)
+# shellcheck source=tests/lib/part-results.sh
+. "$top/tests/lib/part-results.sh"
+part_results btrfs_fscrypt_stress stress-figures.tsv
 btrfs_errors=$(grep -a -E '^\[ *[0-9]+\.[0-9]+\] BTRFS (error|critical)' "$out/vm/console.log" 2>/dev/null)
 nbtrfs_errors=0
 [ -n "$btrfs_errors" ] && nbtrfs_errors=$(printf '%s\n' "$btrfs_errors" | wc -l)
 
-if [ -f "$out/vm/results/stress-figures.tsv" ]; then
-	cp "$out/vm/results/stress-figures.tsv" "$out/figures.tsv"
-else
-	: >"$out/figures.tsv"
-fi
-printf 'splats\t%s\n' "$splats" >>"$out/figures.tsv"
-fig() { awk -F'\t' -v k="$1" '$1 == k { print $2; exit }' "$out/figures.tsv"; }
 
 ok=1
 why=()
