@@ -24,13 +24,17 @@ import shutil
 import sys
 
 from reports.lab.runmodel import RunError, load_run
-from reports.lab.analysis import DEFAULT_THRESHOLD, analyze
+from reports.lab.analysis import DEFAULT_THRESHOLD, MET, NOT_MET, analyze
 from reports.lab.plots import make_plots
 from reports.lab.render import build_doc
 
 
 def jsonable(x):
-    """NaN -> None, tuples -> lists, keys -> str, recursively."""
+    """NaN -> None, tuples -> lists, keys -> str, typed records (those
+    with to_json: analysis.PhaseComparison, Verdict) -> their JSON,
+    recursively."""
+    if hasattr(x, "to_json"):
+        return jsonable(x.to_json())
     if isinstance(x, float):
         return None if math.isnan(x) or math.isinf(x) else x
     if isinstance(x, dict):
@@ -103,26 +107,23 @@ def generate(run_dir, out_dir, threshold=DEFAULT_THRESHOLD):
 
 
 def write_junit(path, suite, verdicts):
-    """The verdicts as JUnit XML, one testcase each: "met" passes, "not
-    met" fails, anything else (undecided, not conclusive, not measured,
-    not judged) is skipped with its text."""
+    """The verdicts (analysis.Verdict) as JUnit XML, one testcase each:
+    "met" passes, "not met" fails, anything else (undecided, not
+    conclusive, not measured, not judged) is skipped with its text."""
     from xml.sax.saxutils import escape, quoteattr
     cases, fails, skips = [], 0, 0
     for i, v in enumerate(verdicts):
-        name = f"{v.get('phase', '-')} {v.get('metric', '-')}"
-        if v.get("phase") == "-":
-            name = f"note {i}"
-        text = v.get("text", "")
+        name = f"note {i}" if v.note else f"{v.phase} {v.metric}"
         body = ""
-        if v.get("status") == "not met":
+        if v.status == NOT_MET:
             fails += 1
-            body = f"<failure message={quoteattr(text)}/>"
-        elif v.get("status") != "met":
+            body = f"<failure message={quoteattr(v.text)}/>"
+        elif v.status != MET:
             skips += 1
-            body = f"<skipped message={quoteattr(v.get('status', '?') + ': ' + text)}/>"
+            body = f"<skipped message={quoteattr(f'{v.status}: {v.text}')}/>"
         cases.append(f"  <testcase classname={quoteattr(suite)} "
                      f"name={quoteattr(name)}>{body}"
-                     f"<system-out>{escape(text)}</system-out></testcase>")
+                     f"<system-out>{escape(v.text)}</system-out></testcase>")
     with open(path, "w", encoding="utf-8") as f:
         f.write('<?xml version="1.0" encoding="UTF-8"?>\n'
                 f"<testsuite name={quoteattr(suite)} tests=\"{len(cases)}\" "
@@ -149,7 +150,7 @@ def main(argv=None):
     for w in res["warnings"]:
         print(f"generate: warning: {w}", file=sys.stderr)
     for v in res["verdicts"]:
-        print("verdict: " + v["text"].replace("**", ""))
+        print("verdict: " + v.text.replace("**", ""))
     print(f"generate: report in {args.out_dir}/index.html and "
           f"{args.out_dir}/summary.md")
     return 0

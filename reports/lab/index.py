@@ -15,8 +15,8 @@ import json
 import os
 import sys
 
+from reports.lab.analysis import Verdict
 from reports.lab.runmodel import LAB_TOP, injected_delay_ns
-
 
 
 def reports(root):
@@ -39,13 +39,11 @@ def reports(root):
 
 
 def verdict_summary(res):
-    """"seqread throughput: met; ..." from a report's verdicts."""
-    parts = []
-    for v in res.get("verdicts") or []:
-        if v.get("phase") in (None, "-"):
-            continue
-        parts.append(f"{v['phase']} {v['metric']}: {v['status']}")
-    return "; ".join(parts) or "-"
+    """"seqread throughput: met; ..." from a report's verdicts (the
+    results.json of any report: analysis.Verdict.from_json)."""
+    verdicts = [Verdict.from_json(v) for v in res.get("verdicts") or []]
+    return "; ".join(f"{v.phase} {v.metric}: {v.status}"
+                     for v in verdicts if not v.note) or "-"
 
 
 def write_index(root):

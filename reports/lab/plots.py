@@ -200,26 +200,25 @@ def plot_main_ratio(run, res, out_dir, colors):
     main_a, main_b = (run.main.a, run.main.b) if run.main else ("?", "?")
     goals = run.goals
     comps = [c for c in res["comparisons"]
-             if (c["a"], c["b"]) in pairs and c["status"] == "measured"]
+             if (c.a, c.b) in pairs and c.measured]
     plt = _plt()
     if not comps:
         # the plot still exists, and says why it has no points
-        reason = next((c["reason"] for c in res["comparisons"]
-                       if (c["a"], c["b"]) == (main_a, main_b)), "no data")
+        reason = next((c.reason for c in res["comparisons"]
+                       if c.comparison == run.main), "no data")
         return _text_figure(out_dir, "ratio_main.png",
                             f"{main_a} / {main_b} ratio with 95% t-interval "
                             "CI: not measured", reason.replace("; ", "\n"))
-    phases = [p for p in run.phases if any(c["phase"] == p
-                                              for c in comps)]
+    phases = [p for p in run.phases if any(c.phase == p for c in comps)]
     shown = [(a, b) for a, b in pairs
-             if any((c["a"], c["b"]) == (a, b) for c in comps)]
+             if any((c.a, c.b) == (a, b) for c in comps)]
     width = 0.7 / max(1, len(shown))
     no_ci = False
     panels = [("bw", goals.bw_min, "≥",
                "throughput ratio (geometric mean of per-rep ratios)"),
               ("p99", goals.p99_max, "≤",
                "p99 latency ratio (bins merged over reps)")]
-    if any(c.get("cpu") for c in comps):
+    if any(c.cpu for c in comps):
         decides = goals.decide == "cpu_per_mib"
         panels.insert(0, ("cpu", goals.cpu_per_mib_max, "≤",
                           "CPU cost per MiB ratio"
@@ -231,12 +230,12 @@ def plot_main_ratio(run, res, out_dir, colors):
         for j, (a, b) in enumerate(shown):
             first = True
             for c in comps:
-                if (c["a"], c["b"]) != (a, b):
+                if (c.a, c.b) != (a, b):
                     continue
-                r = (c["latency"]["p99"] if key == "p99" else c[key])
+                r = c.latency["p99"] if key == "p99" else getattr(c, key)
                 if r is None or r["ratio"] is None or math.isnan(r["ratio"]):
                     continue
-                x = phases.index(c["phase"]) + (j - (len(shown) - 1) / 2) \
+                x = phases.index(c.phase) + (j - (len(shown) - 1) / 2) \
                     * width
                 lo, hi = r["ci_lo"], r["ci_hi"]
                 yerr = ([[r["ratio"] - lo], [hi - r["ratio"]]]
@@ -263,8 +262,8 @@ def plot_main_ratio(run, res, out_dir, colors):
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    why = next((c["bw"]["not_conclusive"] for c in comps
-                if c["bw"]["not_conclusive"]), None) or "too few reps"
+    why = next((c.bw["not_conclusive"] for c in comps
+                if c.bw["not_conclusive"]), None) or "too few reps"
     fig.suptitle(f"Against {main_b}, with 95% t-interval ({main_a} / "
                  f"{main_b} is the main comparison)"
                  + (f"; x: no CI, {why}" if no_ci else ""), fontsize=10)
@@ -273,13 +272,13 @@ def plot_main_ratio(run, res, out_dir, colors):
 
 def plot_comparisons(res, out_dir):
     """Every measured comparison's throughput ratio and CI, per phase."""
-    comps = [c for c in res["comparisons"] if c["status"] == "measured"]
+    comps = [c for c in res["comparisons"] if c.measured]
     if not comps:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(comps) + 1.2))
     for i, c in enumerate(comps):
-        r = c["bw"]
+        r = c.bw
         color = "#d62728" if r["significant"] else "#1f77b4"
         xerr = ([[r["ratio"] - r["ci_lo"]], [r["ci_hi"] - r["ratio"]]]
                 if r["ci_supported"] else None)
@@ -287,8 +286,7 @@ def plot_comparisons(res, out_dir):
                     color=color, capsize=3)
     ax.axvline(1.0, color="gray", lw=1)
     ax.set_yticks(range(len(comps)))
-    ax.set_yticklabels([f"{c['a']}/{c['b']} {c['phase']}" for c in comps],
-                       fontsize=8)
+    ax.set_yticklabels([f"{c.name} {c.phase}" for c in comps], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("throughput ratio (geometric mean of per-rep ratios), "
                   "95% t-interval (red: significant change; x: no CI, "

@@ -43,33 +43,34 @@ def section_header(doc, run, res):
 def _n_intervals(res):
     """How many ratio intervals the report shows (for the note on
     multiple comparisons)."""
-    n = 0
-    for c in res.get("comparisons", []):
-        for k in ("bw", "cpu", "cpu_per_op"):
-            n += bool(c.get(k))
-        n += len(c.get("latency") or {})
-    return n
+    return sum(bool(c.bw) + bool(c.cpu) + bool(c.cpu_per_op)
+               + len(c.latency or {}) for c in res["comparisons"])
+
+
+def _of_arm(res):
+    """{(A, phase): PhaseComparison}: each arm's comparison with its
+    reference, per phase (an arm is the A side of at most one)."""
+    return {(c.a, c.phase): c for c in res["comparisons"]}
 
 
 def section_verdicts(doc, run, res):
     doc.h(2, "Verdicts")
     g = run.goals
+    bases = {v.basis for v in res["verdicts"]}
     if not run.main:
-        doc.ul(v["text"] for v in res["verdicts"])
+        doc.ul(v.text for v in res["verdicts"])
         return
     a, b = run.main.a, run.main.b
-    by_cpu = any(v.get("basis") == "cpu_per_mib" for v in res["verdicts"])
-    old = any(v.get("basis") == "fallback" for v in res["verdicts"])
     what = (f"Goals of {a} against {b} (see Arms), as this run recorded "
             "them. ")
-    if by_cpu:
+    if "cpu_per_mib" in bases:
         what += (f"**The verdict decides on CPU cost per MiB** (ratio ≤ "
                  f"{g.cpu_per_mib_max}): guest CPU time of all CPUs, "
                  "kworkers included, per MiB fio moved, in every judged "
                  "phase. Beside it, not deciding: throughput (≥ "
                  f"{g.bw_min}) and p99 latency (≤ {g.p99_max}"
                  "), goals stated for read phases. ")
-    if old:
+    if "fallback" in bases:
         what += ("Without CPU data the verdict falls back to the old "
                  f"metric, labelled so: throughput ≥ {g.bw_min} and "
                  f"p99 latency ≤ {g.p99_max} of the read phases. ")
@@ -88,7 +89,7 @@ def section_verdicts(doc, run, res):
           f"{_n_intervals(res)} intervals are in this report; only the "
           "main comparison's verdicts are judged, the rest are "
           "descriptive, and a few of them exclude 1 by chance.")
-    doc.ul(v["text"] for v in res["verdicts"])
+    doc.ul(v.text for v in res["verdicts"])
 
 
 def arm_what(run, arm):
@@ -249,7 +250,7 @@ def section_phases(doc, run, res, threshold, plots):
           f"two samples do not overlap AND |change| ≥ {threshold:g}%.")
     if plots.get("throughput"):
         doc.img(plots["throughput"], "throughput per arm and phase")
-    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    comps = _of_arm(res)
     for phase in run.phases:
         direction = run.direction(phase)
         doc.h(3, f"{phase} ({direction})")
@@ -265,14 +266,13 @@ def section_phases(doc, run, res, threshold, plots):
             c = comps.get((arm, phase))
             if ref is None:
                 ch, p, mark = "reference", "", ""
-            elif c is None or c["status"] != "measured":
-                ch, p, mark = f"n/a ({c['reason'] if c else 'no ref'})", \
-                    "", ""
+            elif c is None or not c.measured:
+                ch, p, mark = f"n/a ({c.reason if c else 'no ref'})", "", ""
             else:
-                ch, p = fmt_pct(c["bw"]["change_pct"]), fmt_p(c["bw"]["p"])
-                mark = "*" if c["bw"]["significant"] else ""
-                if not c["bw"]["can_reach"]:
-                    small.add((c["n_a"], c["n_b"]))
+                ch, p = fmt_pct(c.bw["change_pct"]), fmt_p(c.bw["p"])
+                mark = "*" if c.bw["significant"] else ""
+                if not c.bw["can_reach"]:
+                    small.add((c.n_a, c.n_b))
             rows.append((arm, ref or "-", s["n"], fmt_mib(s["median"]),
                          fmt_mib(s["mean"]), fmt_mib(s["stddev"]),
                          fmt_pct(100 * s["cov"], sign=False), ch, p, mark))
@@ -294,7 +294,7 @@ def section_latency(doc, run, res, plots):
           "statistic of all I/Os, not of reps, so no t-interval).")
     if plots.get("latency"):
         doc.img(plots["latency"], "latency percentiles")
-    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    comps = _of_arm(res)
     for phase in run.phases:
         doc.h(3, f"{phase} latency")
         rows = []
@@ -305,10 +305,9 @@ def section_latency(doc, run, res, plots):
             a = res["arms"][arm]["phases"][phase]
             lat = a["latency_ns"]
             c = comps.get((arm, phase))
-            if c and c["status"] == "measured":
-                r = c["latency"]["p99"]
-                rr = (f"{fmt_ratio(r['ratio'])} "
-                      f"[{fmt_ci_of(r)}] vs {c['b']}")
+            if c and c.measured:
+                r = c.latency["p99"]
+                rr = f"{fmt_ratio(r['ratio'])} [{fmt_ci_of(r)}] vs {c.b}"
             else:
                 rr = "reference" if arm not in run.reference else "n/a"
             rows.append((arm, a["latency_reps"], a["latency_ios"],
@@ -391,7 +390,7 @@ def section_cpu(doc, run, res, plots):
           "of the mean log-ratio); lower is cheaper.")
     if plots.get("cpu"):
         doc.img(plots["cpu"], "CPU cost per MiB per arm and phase")
-    comps = {(c["a"], c["phase"]): c for c in res["comparisons"]}
+    comps = _of_arm(res)
     for phase in run.phases:
         doc.h(3, f"{phase} CPU cost")
         rows = []
@@ -406,10 +405,10 @@ def section_cpu(doc, run, res, plots):
             c = comps.get((arm, phase))
             if ref is None:
                 rr, ci = "reference", ""
-            elif c is None or c["status"] != "measured":
-                rr, ci = f"n/a ({c['reason'] if c else 'no ref'})", ""
+            elif c is None or not c.measured:
+                rr, ci = f"n/a ({c.reason if c else 'no ref'})", ""
             else:
-                rr, ci = _ratio_cells(c["cpu"])
+                rr, ci = _ratio_cells(c.cpu)
             ticks = ((f"{t['median'] * 1000:.1f}" if precise else
                       f"{t['median'] * hz:.0f}")
                      if isnum(t["median"]) and hz else "n/a")
@@ -460,11 +459,11 @@ def section_cpu_reps(doc, run, res):
     host-bound)."""
     rows = []
     for c in res["comparisons"]:
-        if c["status"] != "measured" or not c.get("cpu"):
+        if not c.measured or not c.cpu:
             continue
-        a, b = c["a"], c["b"]
+        a, b = c.a, c.b
         first = first_in_rep(run, a, b)
-        per = c["cpu"]["per_rep_ratio"]
+        per = c.cpu["per_rep_ratio"]
         by_order = {a: [], b: []}
         for rep, r in per.items():
             if first.get(int(rep)) in by_order:
@@ -473,16 +472,16 @@ def section_cpu_reps(doc, run, res):
         def gm(xs):
             return fmt_ratio(math.exp(sum(map(math.log, xs)) / len(xs))) \
                 if xs else "-"
-        ba, bb = busy_pct(run, a, c["phase"]), busy_pct(run, b, c["phase"])
+        ba, bb = busy_pct(run, a, c.phase), busy_pct(run, b, c.phase)
         busy = " / ".join("-" if x is None else f"{x:.0f}%"
                           for x in (ba, bb))
         if any(x is not None and x < HOST_BOUND_BUSY_PCT for x in (ba, bb)):
             busy += " (host-bound)"
-        lo, hi = c["cpu"]["ci_lo"], c["cpu"]["ci_hi"]
+        lo, hi = c.cpu["ci_lo"], c.cpu["ci_hi"]
         sig = ("*" if isnum(lo) and isnum(hi) and (lo > 1 or hi < 1)
                else "")
-        rows.append((f"{a} / {b}", c["phase"], fmt_ratio(c["cpu"]["ratio"]),
-                     fmt_ci_of(c["cpu"]), sig,
+        rows.append((f"{a} / {b}", c.phase, fmt_ratio(c.cpu["ratio"]),
+                     fmt_ci_of(c.cpu), sig,
                      " ".join(f"{r:.4f}{'a' if first.get(int(rep)) == a else 'b'}"
                               for rep, r in per.items()),
                      gm(by_order[a]), gm(by_order[b]), busy))
@@ -518,21 +517,21 @@ def section_comparisons(doc, run, res, plots):
           "arms' throughput values.")
     rows, small = [], set()
     for c in res["comparisons"]:
-        name = f"{c['a']} / {c['b']}"
-        if c["status"] != "measured":
-            rows.append((name, c["phase"], f"not measured: {c['reason']}",
+        name = f"{c.a} / {c.b}"
+        if not c.measured:
+            rows.append((name, c.phase, f"not measured: {c.reason}",
                          "", "", "", "", "", "", "", ""))
             continue
-        b = c["bw"]
+        b = c.bw
         if not b["can_reach"]:
-            small.add((c["n_a"], c["n_b"]))
-        rows.append((name, c["phase"], fmt_ratio(b["ratio"]),
-                     fmt_ci_of(b), *_ratio_cells(c["cpu"]),
+            small.add((c.n_a, c.n_b))
+        rows.append((name, c.phase, fmt_ratio(b["ratio"]),
+                     fmt_ci_of(b), *_ratio_cells(c.cpu),
                      fmt_pct(b["change_pct"]), fmt_p(b["p"]),
                      "yes" if b["separated"] else "no",
                      "*" if b["significant"] else "",
                      " ".join(f"{r:.3f}" for r in
-                              c["per_rep_ratio"].values())))
+                              c.per_rep_ratio.values())))
     doc.table(["comparison", "phase", "throughput ratio", "95% CI",
                "CPU per MiB ratio", "95% CI", "change %", "p (MW)",
                "ranges separate", "sig",
@@ -545,39 +544,28 @@ def section_comparisons(doc, run, res, plots):
     main_a, main_b = run.main.a, run.main.b
     # the main comparison and every other arm against the same reference
     # (e.g. one key per extent, the upstream design, against per-inode keys)
-    pairs = [(c.a, c.b, c.label) for c in run.comparisons if c.b == main_b]
+    pairs = [c for c in run.comparisons if c.b == main_b]
     doc.h(3, f"Against {main_b}: " + ", ".join(
-        f"{a} / {b}" + (" (main)" if (a, b) == (main_a, main_b) else "")
-        for a, b, _ in pairs))
-    group = [c for c in res["comparisons"]
-             if any((c["a"], c["b"]) == (a, b) for a, b, _ in pairs)]
-    main = [c for c in group if (c["a"], c["b"]) == (main_a, main_b)]
-    if not any(c["status"] == "measured" for c in main):
-        reason = next((c["reason"] for c in main
-                       if c["status"] != "measured"), "no data")
+        f"{p.a} / {p.b}" + (" (main)" if p == run.main else "")
+        for p in pairs))
+    # in the order of pairs, then of phases
+    group = [c for p in pairs for c in res["comparisons"]
+             if c.comparison == p]
+    main = [c for c in group if c.comparison == run.main]
+    if not any(c.measured for c in main):
+        reason = next((c.reason for c in main if not c.measured), "no data")
         doc.p(f"**Main comparison not measured: {reason}.**")
-    if any(c["status"] == "measured" for c in group):
+    if any(c.measured for c in group):
         doc.img(plots["ratio"], f"ratios against {main_b}")
-        rows = []
-        for a, b, label in pairs:
-            for c in group:
-                if (c["a"], c["b"]) != (a, b):
-                    continue
-                name = f"{a} / {b}"
-                if c["status"] != "measured":
-                    rows.append((name, c["phase"],
-                                 f"not measured: {c['reason']}", "", "", "",
-                                 "", ""))
-                    continue
-                lat = c["latency"]
-                rows.append((name, c["phase"], *_ratio_cells(c["cpu"]),
-                             fmt_ratio(c["bw"]["ratio"]),
-                             fmt_ci_of(c["bw"]),
-                             fmt_ratio(lat["p99"]["ratio"]),
-                             fmt_ci_of(lat["p99"])))
+        rows = [(f"{c.a} / {c.b}", c.phase, f"not measured: {c.reason}",
+                 "", "", "", "", "") if not c.measured else
+                (f"{c.a} / {c.b}", c.phase, *_ratio_cells(c.cpu),
+                 fmt_ratio(c.bw["ratio"]), fmt_ci_of(c.bw),
+                 fmt_ratio(c.latency["p99"]["ratio"]),
+                 fmt_ci_of(c.latency["p99"])) for c in group]
         doc.table(["comparison", "phase", "CPU per MiB ratio", "95% CI",
                    "throughput ratio", "95% CI", "p99 ratio", "95% CI"],
-                  rows, [f"`{a}/{b}`: {label}" for a, b, label in pairs])
+                  rows, [f"`{p.name}`: {p.label}" for p in pairs])
     elif plots.get("ratio"):
         doc.img(plots["ratio"], f"{key_mode_of(run, main_a)} / "
                 f"{key_mode_of(run, main_b)} ratio: not measured")

@@ -85,9 +85,10 @@ DEFAULT_GOALS = {"decide": "cpu_per_mib", "cpu_per_mib_max": 1.03,
 #   plot(run, res, out_dir, colors)  {plot name: path}
 #   render(doc, run, res, plots) its report section(s)
 # where run is a Run (below: attributes, not keys) and res the analysis'
-# dict (results.json); optionally legacy_applies(run): bool, for runs of
-# another kind that carry its data (scaling.json of the old lab), and
-# not_judged_text(run, phases): why phases are not judged.
+# dict (results.json; its "comparisons" and "verdicts" are the records
+# analysis.PhaseComparison and Verdict); optionally legacy_applies(run):
+# bool, for runs of another kind that carry its data (scaling.json of the
+# old lab), and not_judged_text(run, phases): why phases are not judged.
 PLAIN_ANALYSIS = "phases"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -761,12 +762,6 @@ class Run:
         if not self.arms[arm].measured:
             return f"{arm} skipped: {self.arms[arm].why_not_measured}"
         return None
-
-    def metric_better(self, metric):
-        """"higher" or "lower": which way the metric improves (the run's
-        own metric definitions; throughput when unknown)."""
-        return (self.metrics.get(metric) or METRICS.get(metric)
-                or {}).get("better", "higher")
 
     def timed_extent_counts(self):
         """{(arm, label): [FIEMAP extent counts]} of the timed reps'

@@ -5,6 +5,7 @@ show no CI (issue 15, items 4 and 7).
 Run from the repo root: /usr/bin/python3 -m unittest -v reports.lab.test_verdicts
 """
 
+import json
 import math
 import os
 import tempfile
@@ -126,39 +127,89 @@ class Verdicts(unittest.TestCase):
     def test_one_rep_every_verdict_not_conclusive(self):
         vs = self.res1["verdicts"]
         # one per phase, reads and the write, on CPU cost per MiB
-        self.assertEqual([v["phase"] for v in vs],
+        self.assertEqual([v.phase for v in vs],
                          ["seqread", "randread", "randwrite"])
         for v in vs:
-            self.assertEqual(v["status"], "not conclusive", v)
-            self.assertEqual(v["basis"], "cpu_per_mib")
-            self.assertIn("**not conclusive (n = 1)**", v["text"])
-            self.assertNotIn("(95% CI", v["text"])
-            self.assertNotIn("met", v["text"])
-            self.assertIn("at least 4 paired reps", v["text"])
-            self.assertNotIn("ci_lo", v)
+            self.assertEqual(v.status, A.NOT_CONCLUSIVE, v)
+            self.assertEqual(v.basis, "cpu_per_mib")
+            self.assertIn("**not conclusive (n = 1)**", v.text)
+            self.assertNotIn("(95% CI", v.text)
+            self.assertNotIn("met", v.text)
+            self.assertIn("at least 4 paired reps", v.text)
+            self.assertIsNone(v.ci_lo)
+            self.assertNotIn("ci_lo", v.to_json())
 
     def test_one_rep_no_ci_anywhere(self):
         for c in self.res1["comparisons"]:
-            if c["status"] != "measured":
+            if not c.measured:
                 continue
-            self.assertTrue(math.isnan(c["bw"]["ci_lo"]), c)
-            self.assertFalse(c["bw"]["ci_supported"])
+            self.assertTrue(math.isnan(c.bw["ci_lo"]), c)
+            self.assertFalse(c.bw["ci_supported"])
             for q in ("p50", "p99", "p99.9"):
-                self.assertTrue(math.isnan(c["latency"][q]["ci_lo"]))
-                self.assertEqual(c["latency"][q]["not_conclusive"],
+                self.assertTrue(math.isnan(c.latency[q]["ci_lo"]))
+                self.assertEqual(c.latency[q]["not_conclusive"],
                                  "not conclusive (n = 1)")
 
     def test_one_rep_cells_say_why(self):
         c = [c for c in self.res1["comparisons"]
-             if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
-        self.assertEqual(fmt.fmt_ci_of(c["bw"]),
-                         "none: not conclusive (n = 1)")
+             if c.a == "btrfs-extent" and c.phase == "seqread"][0]
+        self.assertEqual(fmt.fmt_ci_of(c.bw), "none: not conclusive (n = 1)")
 
     def test_five_reps_verdicts_with_ci(self):
         for v in self.res5["verdicts"]:
-            self.assertIn(v["status"], ("met", "not met", "undecided"), v)
-            self.assertIn("95% CI", v["text"])
-            self.assertLessEqual(v["ci_lo"], v["ci_hi"])
+            self.assertIn(v.status, A.JUDGED, v)
+            self.assertTrue(v.judged)
+            self.assertIn("95% CI", v.text)
+            self.assertLessEqual(v.ci_lo, v.ci_hi)
+
+    def test_statuses_are_the_documented_ones(self):
+        for res in (self.res1, self.res5):
+            self.assertTrue(res["verdicts"])
+            for v in res["verdicts"]:
+                self.assertIsInstance(v, A.Verdict)
+                self.assertIn(v.status, A.STATUSES, v)
+            for c in res["comparisons"]:
+                self.assertIsInstance(c, A.PhaseComparison)
+                self.assertIn(c.status, (A.MEASURED, A.NOT_MEASURED), c)
+
+    def test_records_read_back_from_results_json(self):
+        # what generate writes (jsonable of to_json) reads back into
+        # records that write the same JSON again; verdicts read back equal
+        for res in (self.res1, self.res5):
+            disk = json.loads(json.dumps(generate.jsonable(res)))
+            for cls, key in ((A.Verdict, "verdicts"),
+                             (A.PhaseComparison, "comparisons")):
+                for d in disk[key]:
+                    self.assertEqual(generate.jsonable(cls.from_json(d)), d)
+            self.assertEqual([A.Verdict.from_json(d)
+                              for d in disk["verdicts"]], res["verdicts"])
+
+    def test_results_json_keys_in_their_order(self):
+        # the keys, and their order, of the results.json of every report
+        # since the three-valued verdicts (2026-12-07)
+        v = self.res5["verdicts"][0]
+        self.assertEqual(list(v.to_json()), [
+            "metric", "phase", "goal", "goal_text", "decides", "basis",
+            "status", "text", "value", "ci_lo", "ci_hi", "conclusive",
+            "beside"])
+        c = next(c for c in self.res5["comparisons"] if c.measured)
+        self.assertEqual(list(c.to_json()), [
+            "a", "b", "label", "phase", "status", "n_a", "n_b", "bw", "cpu",
+            "cpu_per_op", "per_rep_ratio", "latency"])
+        c = A.PhaseComparison(M.Comparison("x", "y"), "seqread",
+                              A.NOT_MEASURED, "x skipped: no")
+        self.assertEqual(c.to_json(), {
+            "a": "x", "b": "y", "label": "", "phase": "seqread",
+            "status": "not measured", "reason": "x skipped: no"})
+
+    def test_old_verdicts_load(self):
+        # a verdict of an old report: keys missing, a key not written now
+        v = A.Verdict.from_json({"phase": "seqread", "metric": "throughput",
+                                 "status": "met", "old_key": 1})
+        self.assertEqual((v.phase, v.metric, v.status, v.text),
+                         ("seqread", "throughput", "met", ""))
+        self.assertFalse(v.note)
+        self.assertTrue(A.Verdict.from_json({"status": "not judged"}).note)
 
 
 class CpuVerdicts(unittest.TestCase):
@@ -186,51 +237,50 @@ class CpuVerdicts(unittest.TestCase):
 
     def test_decided_on_cpu_per_mib(self):
         vs = self.res["cpu"]["verdicts"]
-        self.assertEqual([(v["phase"], v["metric"], v["status"])
-                          for v in vs],
-                         [(p, "CPU per MiB", "met")
+        self.assertEqual([(v.phase, v.metric, v.status) for v in vs],
+                         [(p, "CPU per MiB", A.MET)
                           for p in ("seqread", "randread", "randwrite")])
         for v in vs:
-            self.assertIn("CPU cost per MiB", v["text"])
-            self.assertIn("Beside it (not deciding): throughput", v["text"])
-            self.assertIn("p99 latency", v["text"])
-            self.assertEqual(v["goal"], 1.03)
+            self.assertIn("CPU cost per MiB", v.text)
+            self.assertIn("Beside it (not deciding): throughput", v.text)
+            self.assertIn("p99 latency", v.text)
+            self.assertEqual(v.goal, 1.03)
 
     def test_costlier_cpu_fails_with_throughput_unchanged(self):
         vs = self.res["costly"]["verdicts"]
-        self.assertEqual({v["status"] for v in vs}, {"not met"})
+        self.assertEqual({v.status for v in vs}, {A.NOT_MET})
         for v in vs:
-            self.assertAlmostEqual(v["value"], 1.01 * 1.1, delta=0.02)
+            self.assertAlmostEqual(v.value, 1.01 * 1.1, delta=0.02)
         # the throughput beside it is not below its goal on the reads
         # (met, or undecided where its CI reaches the goal)
-        self.assertIn(vs[0]["beside"]["throughput"], ("met", "undecided"))
+        self.assertIn(vs[0].beside["throughput"], (A.MET, A.UNDECIDED))
 
     def test_cpu_ratio_is_the_one_definition(self):
         c = [c for c in self.res["cpu"]["comparisons"]
-             if c["a"] == "btrfs-extent" and c["phase"] == "seqread"][0]
+             if c.a == "btrfs-extent" and c.phase == "seqread"][0]
         run = M.load_run(os.path.join(self.tmp.name, "cpu"))
         want = L.ratio(run.values("btrfs-extent", "seqread",
                                        "cpu_per_mib"),
                        run.values("btrfs-inode", "seqread",
                                        "cpu_per_mib"))
-        self.assertEqual(c["cpu"]["ratio"], want["value"])
-        self.assertEqual((c["cpu"]["ci_lo"], c["cpu"]["ci_hi"]),
+        self.assertEqual(c.cpu["ratio"], want["value"])
+        self.assertEqual((c.cpu["ci_lo"], c.cpu["ci_hi"]),
                          (want["ci_lo"], want["ci_hi"]))
 
     def test_without_cpu_data_the_old_metric_labelled(self):
         for name in ("nocpu", "f2"):
             vs = self.res[name]["verdicts"]
             # 2 read phases x throughput, p99; the write is not judged
-            self.assertEqual([(v["phase"], v["metric"]) for v in vs],
+            self.assertEqual([(v.phase, v.metric) for v in vs],
                              [("seqread", "throughput"),
                               ("seqread", "p99 latency"),
                               ("randread", "throughput"),
                               ("randread", "p99 latency")], name)
             for v in vs:
-                self.assertEqual(v["basis"], "fallback")
-                self.assertIn("[old metric:", v["text"])
-                self.assertIn(v["status"], ("met", "not met", "undecided"))
-        self.assertIn("format-2 run", self.res["f2"]["verdicts"][0]["text"])
+                self.assertEqual(v.basis, "fallback")
+                self.assertIn("[old metric:", v.text)
+                self.assertIn(v.status, A.JUDGED)
+        self.assertIn("format-2 run", self.res["f2"]["verdicts"][0].text)
 
 
 class VerdictsJUnit(unittest.TestCase):
@@ -238,14 +288,11 @@ class VerdictsJUnit(unittest.TestCase):
 
     def test_three_values(self):
         verdicts = [
-            {"phase": "seqread", "metric": "CPU per MiB", "status": "met",
-             "text": "fine"},
-            {"phase": "randread", "metric": "CPU per MiB",
-             "status": "not met", "text": "too costly"},
-            {"phase": "randwrite", "metric": "CPU per MiB",
-             "status": "undecided", "text": "CI contains the goal"},
-            {"phase": "-", "metric": "-", "status": "not judged",
-             "text": "bounded points"}]
+            A.Verdict(A.MET, "fine", "CPU per MiB", "seqread"),
+            A.Verdict(A.NOT_MET, "too costly", "CPU per MiB", "randread"),
+            A.Verdict(A.UNDECIDED, "CI contains the goal", "CPU per MiB",
+                      "randwrite"),
+            A.Verdict(A.NOT_JUDGED, "bounded points")]
         with tempfile.TemporaryDirectory() as t:
             path = os.path.join(t, "v.xml")
             generate.write_junit(path, "bench.fragmented", verdicts)

@@ -100,7 +100,7 @@ class CompressibleTest(synthrun.TwoRunsCase):
         run, res = self.analyzed(self.five)
         self.assertEqual(len(res["verdicts"]), 1)
         v = res["verdicts"][0]
-        self.assertIn("btrfs-extent-zstd against btrfs-plain-zstd", v["text"])
+        self.assertIn("btrfs-extent-zstd against btrfs-plain-zstd", v.text)
 
     def test_too_few_reps(self):
         run, res = self.analyzed(self.one)

@@ -90,8 +90,8 @@ class RekeyTest(synthrun.TwoRunsCase):
         run, res = self.analyzed(self.five)
         self.assertEqual(len(res["verdicts"]), 1)
         v = res["verdicts"][0]
-        self.assertEqual(v["status"], "not judged")
-        self.assertIn("twokeys / onekey", v["text"])
+        self.assertEqual(v.status, "not judged")
+        self.assertIn("twokeys / onekey", v.text)
 
     def test_too_few_reps(self):
         run, res = self.analyzed(self.one)

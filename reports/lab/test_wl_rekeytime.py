@@ -134,7 +134,7 @@ class RekeyTimeTest(unittest.TestCase):
         self.assertEqual(W.judged_phases(run.phases), [])
         self.assertFalse(W.owns_phases(PHASES))
         self.assertEqual(len(res["verdicts"]), 1)
-        self.assertIn("command phase", res["verdicts"][0]["text"])
+        self.assertIn("command phase", res["verdicts"][0].text)
         self.assertEqual(res["comparisons"], [])
 
     def test_render_and_plot(self):

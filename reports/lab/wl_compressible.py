@@ -53,8 +53,8 @@ PAIRS = (
     Comparison("btrfs-extent-zstd", "btrfs-extent",
                "zstd compression, encrypted with per-extent keys"),
 )
-# The ratios of a comparison shown per phase: key in analysis.comparison,
-# label.
+# The ratios of a comparison shown per phase: (attribute of an
+# analysis.PhaseComparison, label).
 RATIOS = (("bw", "throughput"), ("cpu", "CPU per MiB"),
           ("cpu_per_op", "CPU per I/O"))
 
@@ -109,18 +109,18 @@ def read_disk_bytes(run, arm):
 
 
 def _compact(c):
-    """What the section shows of one analysis.comparison: per ratio key
-    its ratio dict (or None), and p99 latency."""
-    out = {"status": c["status"], "reason": c.get("reason")}
-    if c["status"] == "measured":
+    """What the section shows of one analysis.PhaseComparison: per ratio
+    key its ratio dict (or None), and p99 latency."""
+    out = {"status": c.status, "reason": c.reason}
+    if c.measured:
         for key, _ in RATIOS:
-            r = c.get(key)
+            r = getattr(c, key)
             out[key] = None if r is None else {
                 k: r.get(k) for k in ("ratio", "ci_lo", "ci_hi",
                                       "ci_supported", "not_conclusive",
                                       "change_pct", "p", "significant",
                                       "n_pairs")}
-        p99 = c["latency"]["p99"]
+        p99 = c.latency["p99"]
         out["p99"] = {k: p99.get(k) for k in ("ratio", "ci_lo", "ci_hi",
                                               "ci_supported",
                                               "not_conclusive")}

@@ -17,6 +17,8 @@ from reports.lab.render import _ratio_cells
 
 KIND = "groupsweep"
 PHASE = re.compile(r"(?P<kind>[A-Za-z]+)-g(?P<n>\d+)")
+# What a point keeps of a ratio (analysis.values_ratio's dict).
+RATIO_KEYS = ("ratio", "ci_lo", "ci_hi", "ci_supported", "not_conclusive")
 
 
 def owns_phases(phases):
@@ -63,8 +65,8 @@ def load_groupsweep(run, comps, counts):
     Phases KIND-gN read a file written with at most N extents per key
     group (fscrypt_extents_per_key=N; 0: no bound). For every comparison
     (A / reference B) whose arms were both measured on such phases, one
-    point per N: the throughput ratio with its CI (from comps:
-    labstats.ratio), the CPU cost per MiB ratio (None without CPU data),
+    point per N: the throughput ratio with its CI (from comps, the
+    analysis' PhaseComparisons), the CPU cost per MiB ratio (None without CPU data),
     both arms' medians, the extents of A's file (FIEMAP median over the
     timed reps, label gN; FIEMAP merges physically adjacent extents, so the
     extents read, the lookups of the counted read, are used where known),
@@ -82,7 +84,7 @@ def load_groupsweep(run, comps, counts):
     if not phases:
         return None
     extents = run.timed_extent_counts()
-    by = {(c["a"], c["b"], c["phase"]): c for c in comps}
+    by = {(c.a, c.b, c.phase): c for c in comps}
     sweeps = []
     for comp in run.comparisons:
         a, b, label = comp.a, comp.b, comp.label
@@ -91,7 +93,7 @@ def load_groupsweep(run, comps, counts):
         kinds = {}
         for phase, kind, n in phases:
             c = by.get((a, b, phase))
-            if not c or c["status"] != "measured":
+            if not c or not c.measured:
                 continue
             got = [x for x in extents.get((a, f"g{n}"), []) if isnum(x)]
             ext = L.summary(got)["median"] if got else None
@@ -109,16 +111,12 @@ def load_groupsweep(run, comps, counts):
                 "groups_expected": (math.ceil(walked / n) if n and walked
                                     else 1 if walked else None),
                 "bw_a_median": sa["median"], "bw_b_median": sb["median"],
-                "n_a": c["n_a"], "n_b": c["n_b"],
-                "ratio": c["bw"]["ratio"], "ci_lo": c["bw"]["ci_lo"],
-                "ci_hi": c["bw"]["ci_hi"],
-                "ci_supported": c["bw"]["ci_supported"],
-                "not_conclusive": c["bw"]["not_conclusive"],
-                "per_rep_ratio": c["per_rep_ratio"],
+                "n_a": c.n_a, "n_b": c.n_b,
+                **{k: c.bw[k] for k in RATIO_KEYS},
+                "per_rep_ratio": c.per_rep_ratio,
                 # CPU cost per MiB of A over B (None without CPU data)
-                "cpu": ({k: c["cpu"][k] for k in (
-                    "ratio", "ci_lo", "ci_hi", "ci_supported",
-                    "not_conclusive")} if c.get("cpu") else None),
+                "cpu": ({k: c.cpu[k] for k in RATIO_KEYS} if c.cpu
+                        else None),
                 "read_counts": read or None,
                 "write_counts": write or None,
             })

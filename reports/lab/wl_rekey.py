@@ -87,7 +87,7 @@ def phase_ratio(run, arm, num, den, metric, threshold):
     """The ratio num / den of one per-rep metric of one arm, two of its
     phases paired by rep: labstats.ratio (geometric mean of per-rep
     ratios, bootstrap CI) and the significance test of the report's
-    comparisons (analysis.values_ratio, as analysis.ratio_entry); the
+    comparisons (analysis.values_ratio, as analysis.comparison); the
     medians of both phases. None when either phase has no value of the
     metric (no CPU data)."""
     va = run.values(arm, num, metric)
