@@ -31,6 +31,19 @@
  *    this user, one user) and the file of key A must open and read back;
  *  - a dropper writes 3 to /proc/sys/vm/drop_caches every second or two.
  *
+ * Key B is removed too, while files of key A have pinned it (per-extent
+ * keys only; issue #36): two files of key A ("pin files") hold a block
+ * cloned from a file of key B, and the remover keeps them open.  After
+ * every third cycle of key A it reads them whole (their page cache dropped
+ * first, so that key B's extent key is set up again) and removes key B:
+ * the removal must return 0 with no flag but FILES_BUSY, and key B be
+ * INCOMPLETELY_REMOVED if FILES_BUSY, ABSENT if not; FILES_BUSY (the pin)
+ * must come at least once in the run.  With key B away, a file of key B
+ * nobody has open refuses to open (ENOKEY, or ENOENT once its directory is
+ * locked), the pin files' blocks of key A read back, and their block of
+ * key B reads back or fails with ENOKEY (both counted), never wrong.  Key B
+ * is added again and the pin files read back whole.
+ *
  * While the key is removed, opening a file that is not open and creating
  * one fail (ENOKEY, or ENOENT for a name that has become a no-key name);
  * that is expected, counted, and must have happened at least once (else
@@ -82,6 +95,11 @@
  *       bytes_lost             the most fsynced bytes any check found
  *                              wrong or missing (must be 0)
  *       duration_s             seconds of load
+ *       b_removals             removals of key B beside the open pin files
+ *       b_removals_pinned      of them, those that returned FILES_BUSY
+ *       pinned_reads           reads of a pin file's block of key B that
+ *                              gave its data while key B was away
+ *       pinned_reads_enokey    such reads refused with ENOKEY
  */
 #include "btrfs_progs.h"
 #include "btrfs_items.h"
@@ -116,6 +134,14 @@
 /* Files of key A nobody keeps open, and files of key B. */
 #define COLD_FILES 4
 #define OTHER_FILES 4
+/*
+ * Files of key A holding a block of key B (per-extent keys only), which the
+ * remover keeps open: they pin key B when it removes it.
+ */
+#define PIN_FILES 2
+#define PIN_LEN (4 * BLK)
+#define PIN_BLK 2		/* the block of key B */
+#define B_CYCLE_EVERY 3		/* key B's removal after every third of A's */
 #define SMALL_LEN (2 * BLK + 100)
 #define RUN_S_EXTENT 30
 #define RUN_S_INODE 20
@@ -151,6 +177,10 @@ struct shared {
 	long writes[WRITERS], fsyncs[WRITERS], ranges[WRITERS];
 	long reopens[WRITERS], reopen_nokey[WRITERS], reopen_noent[WRITERS];
 	long creates, create_nokey, checks, check_nokey, check_noent;
+	/* key B removed while files of key A hold (pin) its extents */
+	int pins;			/* the pin files exist (per-extent keys) */
+	long b_removals, b_pinned, b_adds, b_refused;
+	long pin_reads_ok, pin_reads_nokey, pin_checks;
 	int nnew;
 	struct newfile nf[MAX_NEW];
 	struct wfile wf[WRITERS][FILES_PER_WRITER];
@@ -162,6 +192,8 @@ struct keyload_figures {
 	long removals_busy;		/* status FILES_BUSY */
 	long removals_complete;		/* status 0, key ABSENT after */
 	long enokey, enoent;		/* opens/creates refused, key removed */
+	long b_removals, b_pinned;	/* key B removed; FILES_BUSY (pinned) */
+	long pin_reads_ok, pin_reads_nokey;	/* key B block of a pin file, B away */
 	unsigned long long checked;	/* fsynced bytes of the last check */
 	unsigned long long lost;	/* the most any check found wrong */
 	long long secs;			/* of load */
@@ -214,6 +246,27 @@ static void other_path(char *out, size_t size, int k)
 static uint32_t other_seed(int k)
 {
 	return 0x62000000u + (uint32_t)k;
+}
+
+/* Pin file @k: key A, with block PIN_BLK cloned from block 0 of file @k of key B. */
+static void pin_path(char *out, size_t size, int k)
+{
+	lab_pathf(out, size, "%s/p%d", enc, k);
+}
+
+static uint32_t pin_seed(int k)
+{
+	return 0x70000000u + (uint32_t)k;
+}
+
+/* What pin file @k holds: PIN_LEN bytes into @buf. */
+static void pin_expect(unsigned char *buf, int k)
+{
+	unsigned char *b = lab_pattern(SMALL_LEN, other_seed(k));
+
+	fill_pattern(buf, PIN_LEN, pin_seed(k));
+	memcpy(buf + PIN_BLK * BLK, b, BLK);
+	free(b);
 }
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -570,14 +623,121 @@ static void remover_check_removed(unsigned char *buf, unsigned char *expect)
 		sh->other_reads++;
 }
 
+/*
+ * Key B removed while files of key A hold its extents (per-extent keys): the
+ * remover keeps the pin files open and has just read each whole (its page
+ * cache dropped first, so that the read sets up the extent keys, key B's
+ * included).  Those files pin key B: the removal should say FILES_BUSY
+ * (counted; at least one must, see print_counts()) and leave key B
+ * INCOMPLETELY_REMOVED, else it is complete (ABSENT).  With key B away, a
+ * file of key B that nobody has open refuses to open (ENOKEY, or ENOENT
+ * once its directory has no key); a pin file's blocks of key A read back,
+ * and its block of key B reads back or fails with ENOKEY (counted), never
+ * wrong.  Key B is added again and the pin files read back whole.
+ */
+static void remover_b_cycle(const int *pinfd, unsigned char *buf, unsigned char *expect)
+{
+	static unsigned char pbuf[PIN_LEN], pexp[PIN_LEN];
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	char path[PATH_MAX];
+	uint32_t flags = 0;
+	ssize_t n;
+	int k, fd, e, st;
+
+	for (k = 0; k < PIN_FILES; k++) {
+		pin_expect(pexp, k);
+		posix_fadvise(pinfd[k], 0, 0, POSIX_FADV_DONTNEED);
+		n = lab_pread_full(pinfd[k], pbuf, PIN_LEN, 0);
+		CHECK(n == PIN_LEN && !memcmp(pbuf, pexp, PIN_LEN),
+		      "remover: pin file p%d before key B's removal: %zd bytes, %s", k, n,
+		      n == PIN_LEN ? "different" : strerror(errno));
+	}
+	if (!CHECK_OK(lab_remove_key(mnt, key_id_b, &flags),
+		      "remover: FS_IOC_REMOVE_ENCRYPTION_KEY of key B"))
+		return;
+	sh->b_removals++;
+	CHECK(!(flags & ~FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY),
+	      "remover: key B's removal: status flags 0x%x", flags);
+	if (flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY)
+		sh->b_pinned++;
+	st = lab_key_status(mnt, key_id_b);
+	CHECK(st == (flags ? FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED :
+			     FSCRYPT_KEY_STATUS_ABSENT),
+	      "remover: key B's status %d after a removal with status flags 0x%x", st,
+	      flags);
+	/* nobody holds key B's own files */
+	k = (int)rnd(OTHER_FILES);
+	other_path(path, sizeof(path), k);
+	errno = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	if (fd >= 0) {
+		CHECK(0, "remover: %s (key B) opened with key B removed", path);
+		close(fd);
+	} else if (CHECK(keyless_errno(e), "remover: open %s with key B removed: "
+			 LAB_ERR_FMT ", expected ENOKEY or ENOENT", path,
+			 LAB_ERR_ARGS(e))) {
+		sh->b_refused++;
+	}
+	for (k = 0; k < PIN_FILES; k++) {
+		uint32_t b;
+
+		pin_expect(pexp, k);
+		for (b = 0; b < PIN_LEN / BLK; b++) {
+			errno = 0;
+			n = pread(pinfd[k], pbuf, BLK, (off_t)b * BLK);
+			e = errno;
+			if (n == BLK && !memcmp(pbuf, pexp + b * BLK, BLK)) {
+				if (b == PIN_BLK)
+					sh->pin_reads_ok++;
+				continue;
+			}
+			if (b == PIN_BLK && n < 0 && e == ENOKEY) {
+				sh->pin_reads_nokey++;
+				continue;
+			}
+			CHECK(0, "remover: pin file p%d, block %u (key %c) with key B removed: %zd bytes, %s",
+			      k, b, b == PIN_BLK ? 'B' : 'A', n,
+			      n == BLK ? "different" : strerror(e));
+		}
+	}
+	if (!CHECK_OK(lab_add_raw_key(mnt, master_b, sizeof(master_b), id),
+		      "remover: add key B again"))
+		return;
+	sh->b_adds++;
+	CHECK(!memcmp(id, key_id_b, sizeof(id)),
+	      "remover: key B came back with another identifier");
+	for (k = 0; k < PIN_FILES; k++) {
+		pin_expect(pexp, k);
+		posix_fadvise(pinfd[k], 0, 0, POSIX_FADV_DONTNEED);
+		n = lab_pread_full(pinfd[k], pbuf, PIN_LEN, 0);
+		if (CHECK(n == PIN_LEN && !memcmp(pbuf, pexp, PIN_LEN),
+			  "remover: pin file p%d after key B came back: %zd bytes, %s", k,
+			  n, n == PIN_LEN ? "different" : strerror(errno)))
+			sh->pin_checks++;
+	}
+	k = (int)rnd(OTHER_FILES);
+	other_path(path, sizeof(path), k);
+	read_back("remover (key B re-added)", path, SMALL_LEN, other_seed(k), buf, expect);
+}
+
 static int remover(void)
 {
 	static unsigned char buf[SMALL_LEN + 1], expect[SMALL_LEN];
 	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE];
 	char path[PATH_MAX];
 	uint32_t flags;
-	int k;
+	int k, pinfd[PIN_FILES], cycle = 0;
 
+	for (k = 0; k < PIN_FILES; k++) {
+		pinfd[k] = -1;
+		if (!sh->pins)
+			continue;
+		pin_path(path, sizeof(path), k);
+		pinfd[k] = open(path, O_RDONLY | O_CLOEXEC);
+		if (!CHECK_OK(pinfd[k], "remover: open %s", path))
+			sh->pins = 0;
+	}
 	while (!sh->stop_remover) {
 		lab_sleep_ms(100 + rnd(300));
 		flags = 0;
@@ -610,7 +770,12 @@ static int remover(void)
 		if (read_back("remover (key re-added)", path, SMALL_LEN,
 			      cold_seed(k), buf, expect))
 			sh->cold_reads++;
+		if (sh->pins && ++cycle % B_CYCLE_EVERY == 0 && !sh->stop_remover)
+			remover_b_cycle(pinfd, buf, expect);
 	}
+	for (k = 0; k < PIN_FILES; k++)
+		if (pinfd[k] >= 0)
+			close(pinfd[k]);
 	sh->remover_done = 1;
 	return lab_failures;
 }
@@ -752,9 +917,16 @@ static struct verify_count verify_all(const char *when)
 		fill_pattern(expect, SMALL_LEN, other_seed(k));
 		verify_file(when, path, expect, SMALL_LEN, NULL, &vc);
 	}
-	printf("# %s: %d writer files, %d new files, %d cold files, %d files of key B: %llu fsynced bytes checked, %llu wrong\n",
+	for (k = 0; sh->pins && k < PIN_FILES; k++) {
+		unsigned char pexp[PIN_LEN];
+
+		pin_path(path, sizeof(path), k);
+		pin_expect(pexp, k);
+		verify_file(when, path, pexp, PIN_LEN, NULL, &vc);
+	}
+	printf("# %s: %d writer files, %d new files, %d cold files, %d files of key B, %d files of key A with a block of key B: %llu fsynced bytes checked, %llu wrong\n",
 	       when, WRITERS * FILES_PER_WRITER, sh->nnew, COLD_FILES,
-	       OTHER_FILES, vc.checked, vc.lost);
+	       OTHER_FILES, sh->pins ? PIN_FILES : 0, vc.checked, vc.lost);
 	free(expect);
 	return vc;
 }
@@ -1096,6 +1268,51 @@ out:
 		close(fb);
 }
 
+/*
+ * The pin files (per-extent keys): PIN_LEN bytes of key A each, block
+ * PIN_BLK of which a FICLONERANGE from block 0 of file k of key B; fsynced.
+ * The remover keeps them open (remover_b_cycle()).
+ */
+static int make_pins(void)
+{
+	struct file_clone_range fcr;
+	unsigned char pexp[PIN_LEN];
+	struct verify_count vc = { 0, 0 };
+	char path[PATH_MAX], bpath[PATH_MAX];
+	int k, fd, fb, ok;
+
+	for (k = 0; k < PIN_FILES; k++) {
+		pin_path(path, sizeof(path), k);
+		other_path(bpath, sizeof(bpath), k);
+		if (!make_file(path, PIN_LEN, pin_seed(k)))
+			return 0;
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		fb = open(bpath, O_RDONLY | O_CLOEXEC);
+		memset(&fcr, 0, sizeof(fcr));
+		fcr.src_fd = fb;
+		fcr.src_length = BLK;
+		fcr.dest_offset = PIN_BLK * BLK;
+		ok = CHECK_OK(fd, "open %s", path) && CHECK_OK(fb, "open %s", bpath) &&
+		     CHECK_OK(ioctl(fd, FICLONERANGE, &fcr),
+			      "FICLONERANGE of block 0 of %s (key B) into %s (key A)", bpath,
+			      path) &&
+		     CHECK_OK(fsync(fd), "fsync %s", path);
+		if (fd >= 0)
+			close(fd);
+		if (fb >= 0)
+			close(fb);
+		if (!ok)
+			return 0;
+		pin_expect(pexp, k);
+		if (!verify_file("a pin file", path, pexp, PIN_LEN, NULL, &vc))
+			return 0;
+	}
+	sh->pins = 1;
+	printf("# %d files of key A with block %d cloned from a file of key B: they pin key B while the remover holds them\n",
+	       PIN_FILES, PIN_BLK);
+	return 1;
+}
+
 /* ---- one run ---------------------------------------------------------------------- */
 
 static long sum_writers(const long *v)
@@ -1124,6 +1341,18 @@ static void print_counts(struct keyload_figures *fig)
 	       sh->removals, sh->removals_busy, sh->adds, sh->cold_nokey,
 	       sh->cold_reads, sh->other_reads);
 	printf("# dropper: %ld drops\n", sh->drops);
+	if (sh->pins)
+		printf("# key B pinned by files of key A: %ld removals of key B (%ld FILES_BUSY, pinned by the %d open files of key A holding its extents), %ld re-adds; with key B away, %ld opens of its own files refused, the pinned block read %ld times and refused (ENOKEY) %ld times; %ld pin files read back whole after\n",
+		       sh->b_removals, sh->b_pinned, PIN_FILES, sh->b_adds, sh->b_refused,
+		       sh->pin_reads_ok, sh->pin_reads_nokey, sh->pin_checks);
+	CHECK(!sh->pins || sh->adds < B_CYCLE_EVERY ||
+	      (sh->b_removals > 0 && sh->b_pinned > 0),
+	      "key B was removed %ld times beside open files of key A holding its extents, and never reported FILES_BUSY: did they pin it?",
+	      sh->b_removals);
+	fig->b_removals += sh->b_removals;
+	fig->b_pinned += sh->b_pinned;
+	fig->pin_reads_ok += sh->pin_reads_ok;
+	fig->pin_reads_nokey += sh->pin_reads_nokey;
 	CHECK(writes > 0 && fsyncs > 0, "the writers got nothing done");
 	CHECK(sh->removals > 0, "the key was never removed");
 	CHECK(reopen_nokey + reopen_noent + sh->create_nokey + sh->check_nokey +
@@ -1177,9 +1406,10 @@ static int run_load(pid_t *pids, const char *mode, int run_s,
 
 static void print_figures(const char *what, const struct keyload_figures *f)
 {
-	printf("# figures %s: %ld cycles, %ld removals FILES_BUSY, %ld complete, %ld ENOKEY + %ld ENOENT seen, %llu fsynced bytes checked, %llu lost, %lld s of load\n",
+	printf("# figures %s: %ld cycles, %ld removals FILES_BUSY, %ld complete, %ld ENOKEY + %ld ENOENT seen, %llu fsynced bytes checked, %llu lost, %lld s of load; key B removed %ld times beside files of key A holding its extents, %ld of them FILES_BUSY (pinned), its pinned blocks read %ld times and refused %ld times while it was away\n",
 	       what, f->cycles, f->removals_busy, f->removals_complete,
-	       f->enokey, f->enoent, f->checked, f->lost, f->secs);
+	       f->enokey, f->enoent, f->checked, f->lost, f->secs, f->b_removals,
+	       f->b_pinned, f->pin_reads_ok, f->pin_reads_nokey);
 }
 
 /* Returns -1 if a child got stuck in the kernel: then nothing is safe. */
@@ -1245,6 +1475,8 @@ static int run_variant(const char *label, const char *mode, const char *opts,
 		      per_extent ? "with" : "without");
 
 	two_key_file(per_extent);
+	if (per_extent && !make_pins())
+		goto out_umount;
 
 	snprintf(marker, sizeof(marker), "lab-key-removal-writeback-%d-%s",
 		 getpid(), per_extent ? "extent" : "inode");
@@ -1331,6 +1563,10 @@ static void write_figures(const struct keyload_figures *t)
 	fprintf(out, "fsynced_bytes_checked\t%llu\n", t->checked);
 	fprintf(out, "bytes_lost\t%llu\n", t->lost);
 	fprintf(out, "duration_s\t%lld\n", t->secs);
+	fprintf(out, "b_removals\t%ld\n", t->b_removals);
+	fprintf(out, "b_removals_pinned\t%ld\n", t->b_pinned);
+	fprintf(out, "pinned_reads\t%ld\n", t->pin_reads_ok);
+	fprintf(out, "pinned_reads_enokey\t%ld\n", t->pin_reads_nokey);
 	CHECK(fclose(out) == 0, "write %s: " LAB_ERR_FMT, path,
 	      LAB_ERR_ARGS(errno));
 	printf("# figures written to %s\n", path);
@@ -1347,6 +1583,10 @@ static void add_figures(struct keyload_figures *t,
 	t->checked += f->checked;
 	t->lost += f->lost;
 	t->secs += f->secs;
+	t->b_removals += f->b_removals;
+	t->b_pinned += f->b_pinned;
+	t->pin_reads_ok += f->pin_reads_ok;
+	t->pin_reads_nokey += f->pin_reads_nokey;
 }
 
 int main(void)

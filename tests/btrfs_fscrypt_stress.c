@@ -36,7 +36,17 @@
  *    held) a file with per-inode keys is never snapshotted (EOPNOTSUPP:
  *    the copies would share that file's key and IVs), so per-inode files
  *    are created in sv only, after a first snapshot of it, and its later
- *    snapshots must be refused.
+ *    snapshots must be refused;
+ *  - BTRFS_IOC_FSCRYPT_REKEY moves a subvolume's directories and files
+ *    from one master key to the other (A to B, or B to A; their old
+ *    extents stay under the key they were written with): the snapshots
+ *    move, sv is refused (EOPNOTSUPP) once it holds per-inode keys.  The
+ *    model keeps each subvolume's directory keys, so that a rename's EXDEV
+ *    follows the keys a rekey changed;
+ *  - encrypted files are compressed as plain ones (on a kernel with
+ *    encrypt_compress): the btrfs.compression property (zlib, lzo, zstd,
+ *    none, or removed) on files and on directories (inherited by new
+ *    files), chattr +c and +m, are all taken.
  *
  * A generator seeded with STRESS_SEED (default 0x14f0004) draws operations
  * for STRESS_SECONDS (default 20) in this filesystem: create, write (random
@@ -44,10 +54,17 @@
  * fallocate (punch hole, preallocate with and without KEEP_SIZE), reflink,
  * rename (also over an existing file), unlink, fsync/fdatasync/syncfs,
  * snapshot of a live subvolume (and deletion of the oldest of three), a
- * remount to another key mode, and a read-back of a file.  A fixed prologue
+ * remount to another key mode, a read-back of a file, a rekey of a live
+ * subvolume (its counts must be the model's), and a change of a file's or
+ * directory's compression setting; writes are of data that compresses
+ * (make_data()) three times in four to a file
+ * with such a setting, one time in six to any other.  A fixed prologue
  * first makes files in every directory, of both key modes, and meets each
- * reflink and rename outcome above once, so that a short or slow run covers
- * them too (the run must meet each at least once).  Every write of an
+ * reflink and rename outcome above once, a rekey done (of the first
+ * snapshot) and one refused (of sv), the property zstd on a directory with
+ * a file of compressible data made in it, whose extents must then be
+ * compressed (FIEMAP), and lzo on a file, so that a short or slow run
+ * covers them too (the run must meet each at least once).  Every write of an
  * encrypted file carries a 64-byte plaintext marker (unique to the run) at
  * a random stride, every write of an unencrypted file another one; every
  * name carries the run's tag.  A model holds every file's expected bytes
@@ -83,7 +100,16 @@
  *
  * Figures go to $STRESS_FIGURES (default $RESULTS/stress-figures.tsv, not
  * written if neither is set): seconds, ops, balances, scrubs, scrub_errors,
- * check_errors, leak_hits, control_found, files_checked, mismatches.  A
+ * check_errors, leak_hits, control_found, files_checked, mismatches; then
+ * what shows that each kind of operation ran and reached its target:
+ * rekeys (done), rekeys_refused (EOPNOTSUPP), rekeys_busy, rekey_files_moved
+ * (the kernel's counts), reflinks, reflinks_cross_key (between files of
+ * key A and key B), compress_changes (properties and flags taken),
+ * compressible_writes, compressed_extents_prologue (FIEMAP: encoded
+ * extents of the prologue's file), compressed_extents_end and
+ * compressed_files_end (of the encrypted files, after the remount),
+ * chunks_relocated (by the balances), scrub_bytes.  Under
+ * test_dummy_encryption no rekey is made (one policy).  A
  * LAB-PROGRESS line reaches the console every STRESS_PROGRESS seconds
  * (default 30).  Exit 0 pass, 77 if the kernel's btrfs cannot encrypt,
  * anything else fail.  Without per-extent keys in the kernel every file
@@ -91,6 +117,7 @@
  */
 #include "btrfs_items.h"
 #include "btrfs_progs.h"
+#include "btrfs_rekey.h"
 #include "fscrypt_fs.h"
 #include "fscrypt_util.h"
 #include "lab.h"
@@ -110,10 +137,12 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/btrfs.h>
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 
 #define BLK 4096u
@@ -155,19 +184,21 @@ static const char *const km_names[] = { "plain", "per-extent", "per-inode" };
 
 enum op {
 	OP_CREATE, OP_WRITE, OP_TRUNCATE, OP_FALLOC, OP_REFLINK, OP_RENAME,
-	OP_UNLINK, OP_FSYNC, OP_SNAPSHOT, OP_REMOUNT, OP_VERIFY, NOPS
+	OP_UNLINK, OP_FSYNC, OP_SNAPSHOT, OP_REMOUNT, OP_VERIFY, OP_REKEY,
+	OP_COMPRESS, NOPS
 };
 static const char *const op_names[NOPS] = { "create", "write", "truncate",
 	"fallocate", "reflink", "rename", "unlink", "fsync", "snapshot",
-	"remount", "verify" };
+	"remount", "verify", "rekey", "compress" };
 /* Relative weights of the operations (their sum is the range drawn). */
 static const unsigned int op_weight[NOPS] = { 10, 28, 6, 8, 12, 8, 4, 10, 2,
-	3, 9 };
+	3, 9, 2, 4 };
 
 struct sfile {
 	int used;
 	int bad;		/* an operation failed unexpectedly: not compared */
 	int sv, dir, pol, km;
+	int comp;		/* a compression property or flag is set on it */
 	char name[64];
 	unsigned char *data;
 	size_t size;
@@ -183,6 +214,12 @@ struct subvol {
 	int inode_keys;
 	unsigned int gen;	/* snapshots: the order they were made in */
 	char name[32];
+	/*
+	 * Each directory's master key (0: none, 1: A, 2: B): dir_policy[] when
+	 * made, what a snapshot's source had, and the "to" of each rekey.
+	 */
+	int pol[NDIRS];
+	int dcomp[NDIRS];	/* a compression property on the directory */
 };
 
 /* The background children's counters: each has one writer. */
@@ -212,6 +249,17 @@ static unsigned long reflink_cross_key;	/* done, between the two keys */
 static unsigned long rename_ok, rename_exdev, rename_replace, snap_deleted;
 static unsigned long snap_refused;
 static unsigned long direct_writes, mismatches, listing_mismatches;
+/* rekeys (BTRFS_IOC_FSCRYPT_REKEY of a subvolume from key A to B or back) */
+static int rekey_ok;		/* the kernel has the ioctl, and not dummy */
+static unsigned long rekeys_done, rekeys_eopnotsupp, rekeys_busy;
+static unsigned long rekey_dirs_moved, rekey_files_moved;
+/* compression: the btrfs.compression property and chattr +c/+m */
+static int compress_ok;		/* the kernel compresses encrypted files */
+static unsigned long compress_props, compress_dir_props, compress_flags;
+static unsigned long compressible_writes;
+static long prologue_compressed = -1;	/* encoded extents of the prologue's file */
+/* at the end (after the remount): compressed extents of encrypted files, and files with some */
+static long end_comp_extents, end_comp_files, end_comp_plain;
 static unsigned char *wbuf, *rbuf;	/* aligned, MAX_FILE + BLK */
 
 /* ---- pseudo-random numbers (splitmix64), seeded ------------------------- */
@@ -295,8 +343,9 @@ static struct sfile *model_new(int sv, int dir, int km)
 			files[i].used = 1;
 			files[i].sv = sv;
 			files[i].dir = dir;
-			files[i].pol = dir_policy[dir];
-			files[i].km = dir_policy[dir] ? km : KM_NONE;
+			files[i].pol = svs[sv].pol[dir];
+			files[i].km = svs[sv].pol[dir] ? km : KM_NONE;
+			files[i].comp = svs[sv].dcomp[dir];
 			return &files[i];
 		}
 	}
@@ -346,7 +395,8 @@ static int pick_sv(void)
  * Random bytes from the generator, and the marker of the file's kind at a
  * random stride and phase, so that copies straddle blocks and pages.
  */
-static void make_data(unsigned char *buf, size_t len, int encrypted)
+static void make_data(unsigned char *buf, size_t len, int encrypted,
+		      int compressible)
 {
 	const char *marker = encrypted ? enc_marker : ctl_marker;
 	size_t i, stride, off;
@@ -356,6 +406,14 @@ static void make_data(unsigned char *buf, size_t len, int encrypted)
 		r = rnd64();
 		memcpy(buf + i, &r, len - i < 8 ? len - i : 8);
 	}
+	/*
+	 * Three quarters of each 256 bytes zero, the first quarter letters of a
+	 * 16-letter alphabet: compresses about 4:1, and btrfs's heuristic
+	 * (for the property and chattr +c), which samples 16 bytes at the
+	 * start of every 256, sees 16 distinct bytes and calls it compressible.
+	 */
+	for (i = 0; compressible && i < len; i++)
+		buf[i] = i % 256 < 64 ? (unsigned char)('a' + (buf[i] & 15)) : 0;
 	stride = MARKER_LEN + 64 + rnd(3000);
 	for (off = rnd(stride); off + MARKER_LEN <= len; off += stride)
 		memcpy(buf + off, marker, MARKER_LEN);
@@ -528,11 +586,28 @@ static int open_file(struct sfile *f, int flags, char *path, size_t size)
 	return fd;
 }
 
+/*
+ * Data that compresses for a file with a compression property or flag
+ * three times in four, else one time in six; counted.
+ */
+static int force_compressible;	/* the prologue's file: always */
+
+static int draw_compressible(const struct sfile *f)
+{
+	int c = f->comp ? rnd(4) != 0 : rnd(6) == 0;
+
+	if (force_compressible)
+		c = 1;
+
+	compressible_writes += c;
+	return c;
+}
+
 static void do_write_file(struct sfile *f)
 {
 	char path[PATH_MAX];
 	size_t off, len;
-	int fd, direct = 0;
+	int fd, direct = 0, comp;
 
 	off = rnd(f->size + 64 * KiB);
 	if (off >= MAX_FILE - 1)
@@ -547,10 +622,11 @@ static void do_write_file(struct sfile *f)
 		len = MAX_FILE - off;
 	if (direct && len % BLK)
 		direct = 0;
-	make_data(wbuf, len, f->pol != 0);
-	printf("op %lu: write %zu at %zu%s to %s/%s/%s (%s)\n", op_seq, len, off,
-	       direct ? " O_DIRECT" : "", svs[f->sv].name, dir_names[f->dir],
-	       f->name, km_names[f->km]);
+	comp = draw_compressible(f);
+	make_data(wbuf, len, f->pol != 0, comp);
+	printf("op %lu: write %zu at %zu%s%s to %s/%s/%s (%s)\n", op_seq, len, off,
+	       direct ? " O_DIRECT" : "", comp ? ", compressible" : "",
+	       svs[f->sv].name, dir_names[f->dir], f->name, km_names[f->km]);
 	fd = open_file(f, O_WRONLY | (direct ? O_DIRECT : 0), path, sizeof(path));
 	if (fd < 0)
 		return;
@@ -583,16 +659,18 @@ static struct sfile *create_file(int sv, int dir, size_t len)
 	int km = cur_mm == MM_INODE || !extent_keys ? KM_INODE : KM_EXTENT;
 	char path[PATH_MAX], name[64];
 	struct sfile *f;
-	int fd;
+	int fd, comp;
 
 	new_name(name, sizeof(name), dir);
 	f = model_new(sv, dir, km);
 	if (!f)
 		lab_die("no free file slot");
 	PATHF(f->name, "%s", name);
-	make_data(wbuf, len, f->pol != 0);
-	printf("op %lu: create %s/%s/%s (%s), %zu bytes\n", op_seq,
-	       svs[sv].name, dir_names[dir], name, km_names[f->km], len);
+	comp = draw_compressible(f);
+	make_data(wbuf, len, f->pol != 0, comp);
+	printf("op %lu: create %s/%s/%s (%s), %zu bytes%s\n", op_seq,
+	       svs[sv].name, dir_names[dir], name, km_names[f->km], len,
+	       comp ? ", compressible" : "");
 	fd = open_file(f, O_WRONLY | O_CREAT | O_EXCL, path, sizeof(path));
 	if (fd < 0) {
 		model_free(f);
@@ -830,7 +908,7 @@ static void rename_file(struct sfile *f, int dir, struct sfile *t)
 		PATHF(name, "%s", t->name);
 	else
 		new_name(name, sizeof(name), dir);
-	expect = dir_policy[dir] && dir_policy[dir] != f->pol ? EXDEV : 0;
+	expect = svs[f->sv].pol[dir] && svs[f->sv].pol[dir] != f->pol ? EXDEV : 0;
 	file_path(from, sizeof(from), f);
 	lab_pathf(to, sizeof(to), "%s/%s/%s/%s", mnt, svs[f->sv].name,
 		  dir_names[dir], name);
@@ -998,6 +1076,9 @@ static void op_snapshot(void)
 		     "op %lu: BTRFS_IOC_SNAP_CREATE_V2 of %s as %s", op_seq,
 		     svs[src].name, svs[slot].name)) {
 		svs[slot].used = 1;
+		svs[slot].inode_keys = 0;
+		memcpy(svs[slot].pol, svs[src].pol, sizeof(svs[slot].pol));
+		memcpy(svs[slot].dcomp, svs[src].dcomp, sizeof(svs[slot].dcomp));
 		for (i = 0; i < MAX_FILES; i++) {
 			struct sfile *f = &files[i], *c;
 
@@ -1079,6 +1160,223 @@ static void op_verify(void)
 	compare_file(f, "during the stress");
 }
 
+/*
+ * BTRFS_IOC_FSCRYPT_REKEY of subvolume @sv from master key @from (1: A,
+ * 2: B) to the other: every directory, symlink and file of the subvolume
+ * whose context names @from goes to the other key (its extents stay under
+ * the key they were written with).  The kernel refuses a subvolume that
+ * holds (or held) a file with per-inode keys (EOPNOTSUPP), and one with an
+ * encrypted inode still in use (EBUSY: retried after a syncfs); otherwise
+ * the counts must be the model's: the directories under @from, their
+ * names, and the files under @from wherever they are (an encrypted file may
+ * sit in the plain directory).  Then the model follows.
+ */
+static void rekey_sv(int sv, int from)
+{
+	struct btrfs_ioctl_fscrypt_rekey_args a;
+	struct fscrypt_policy_v2 to;
+	int to_key = 3 - from, expect = svs[sv].inode_keys ? EOPNOTSUPP : 0;
+	unsigned long want_dirs = 0, want_names = 0, want_files = 0, nbad = 0;
+	int d, i, ret, e, tries, fd;
+
+	for (d = 0; d < NDIRS; d++)
+		want_dirs += svs[sv].pol[d] == from;
+	for (i = 0; i < MAX_FILES; i++) {
+		if (!files[i].used || files[i].sv != sv)
+			continue;
+		nbad += files[i].bad;
+		want_files += files[i].pol == from;
+		want_names += svs[sv].pol[files[i].dir] == from;
+	}
+	printf("op %lu: rekey %s from key %c to key %c (%lu directories, %lu names, %lu files under key %c): expect %s\n",
+	       op_seq, svs[sv].name, 'A' + from - 1, 'A' + to_key - 1, want_dirs,
+	       want_names, want_files, 'A' + from - 1,
+	       expect ? lab_errname(expect) : "success");
+	lab_default_policy(&to, to_key == 1 ? id_a : id_b);
+	for (tries = 0;; tries++) {
+		lab_rekey_args(&a, svs[sv].name, from == 1 ? id_a : id_b, &to);
+		errno = 0;
+		ret = lab_rekey_at(mnt, &a);
+		e = errno;
+		if (ret == 0 || e != EBUSY || expect || tries == 3)
+			break;
+		printf("op %lu: rekey of %s: EBUSY (an inode in use), again after a syncfs\n",
+		       op_seq, svs[sv].name);
+		fd = top_fd();
+		if (fd >= 0) {
+			CHECK_OK(syncfs(fd), "syncfs %s", mnt);
+			close(fd);
+		}
+		lab_sleep_ms(200);
+	}
+	if (ret && e == ENOTTY && !rekeys_done && !rekeys_eopnotsupp) {
+		printf("# the kernel has no BTRFS_IOC_FSCRYPT_REKEY (ENOTTY): no rekeys in this run\n");
+		rekey_ok = 0;
+		return;
+	}
+	if (expect) {
+		if (EXPECT_ERRNO(ret, e, expect,
+				 "op %lu: rekey of %s, which holds files with per-inode keys",
+				 op_seq, svs[sv].name))
+			rekeys_eopnotsupp++;
+		CHECK(lab_rekey_moved_nothing(&a),
+		      "op %lu: the refused rekey of %s reports " LAB_REKEY_COUNTS_FMT,
+		      op_seq, svs[sv].name, LAB_REKEY_COUNTS_ARGS(&a));
+		return;
+	}
+	if (ret && e == EBUSY) {
+		rekeys_busy++;
+		CHECK(lab_rekey_moved_nothing(&a),
+		      "op %lu: the rekey of %s refused with EBUSY reports " LAB_REKEY_COUNTS_FMT,
+		      op_seq, svs[sv].name, LAB_REKEY_COUNTS_ARGS(&a));
+		return;
+	}
+	if (!CHECK_OK(ret, "op %lu: rekey of %s from key %c to key %c (moved " LAB_REKEY_COUNTS_FMT ")",
+		      op_seq, svs[sv].name, 'A' + from - 1, 'A' + to_key - 1,
+		      LAB_REKEY_COUNTS_ARGS(&a))) {
+		/* moved part way: the model cannot tell which key is where */
+		for (i = 0; i < MAX_FILES; i++)
+			if (files[i].used && files[i].sv == sv)
+				files[i].bad = 1;
+		return;
+	}
+	printf("op %lu: rekey of %s moved " LAB_REKEY_COUNTS_FMT "\n", op_seq,
+	       svs[sv].name, LAB_REKEY_COUNTS_ARGS(&a));
+	CHECK(a.nr_dirs == want_dirs && a.nr_symlinks == 0 &&
+	      (nbad || (a.nr_names == want_names && a.nr_files == want_files)),
+	      "op %lu: the rekey of %s moved " LAB_REKEY_COUNTS_FMT "; the model has %lu directories (%lu names), 0 symlinks, %lu files under key %c%s",
+	      op_seq, svs[sv].name, LAB_REKEY_COUNTS_ARGS(&a), want_dirs,
+	      want_names, want_files, 'A' + from - 1,
+	      nbad ? " (some files unknown: names and files not compared)" : "");
+	rekeys_done++;
+	rekey_dirs_moved += a.nr_dirs;
+	rekey_files_moved += a.nr_files;
+	for (d = 0; d < NDIRS; d++)
+		if (svs[sv].pol[d] == from)
+			svs[sv].pol[d] = to_key;
+	for (i = 0; i < MAX_FILES; i++)
+		if (files[i].used && files[i].sv == sv && files[i].pol == from)
+			files[i].pol = to_key;
+}
+
+static void op_rekey(void)
+{
+	int sv, cand[2], n = 0, k, d;
+
+	if (!rekey_ok) {
+		op_write();
+		return;
+	}
+	sv = pick_sv();
+	for (k = 1; k <= 2; k++)
+		for (d = 0; d < NDIRS; d++)
+			if (svs[sv].pol[d] == k) {
+				cand[n++] = k;
+				break;
+			}
+	if (!n)
+		return;
+	rekey_sv(sv, cand[rnd((size_t)n)]);
+}
+
+#define COMPR_PROP "btrfs.compression"
+static const char *const compr_vals[] = { "zlib", "lzo", "zstd", "none", "" };
+#define NCOMPR_VALS (sizeof(compr_vals) / sizeof(compr_vals[0]))
+
+/*
+ * The btrfs.compression property of @path set to @val ("" removes it;
+ * "none" keeps the file from being compressed).  0 or -1.
+ */
+static int set_compr_prop(const char *path, const char *val)
+{
+	int ret;
+
+	printf("op %lu: property %s=%s on %s\n", op_seq, COMPR_PROP,
+	       *val ? val : "(removed)", path);
+	errno = 0;
+	ret = *val ? setxattr(path, COMPR_PROP, val, strlen(val), 0) :
+		     removexattr(path, COMPR_PROP);
+	if (ret && !*val && errno == ENODATA)
+		ret = 0;	/* it was not set */
+	return CHECK_OK(ret, "op %lu: %s %s=%s on %s", op_seq,
+			*val ? "setxattr" : "removexattr", COMPR_PROP, val, path) ? 0 : -1;
+}
+
+/*
+ * Compression settings change: the property on a file or a directory (new
+ * files inherit it), or chattr +c / +m on a file.  Encrypted files are
+ * compressed exactly as plain ones (LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE);
+ * every change must be taken.  Later writes to such files are compressible
+ * three times in four (draw_compressible()).
+ */
+static void op_compress(void)
+{
+	struct sfile *f = pick_file();
+	char path[PATH_MAX];
+	const char *val = compr_vals[rnd(NCOMPR_VALS)];
+	int kind = (int)rnd(10), sv, dir, fd;
+	unsigned int fl;
+
+	if (!compress_ok || !f) {
+		op_write();
+		return;
+	}
+	if (kind < 3) {
+		sv = pick_sv();
+		dir = (int)rnd(NDIRS);
+		dir_path(path, sizeof(path), sv, dir);
+		if (set_compr_prop(path, val) == 0) {
+			svs[sv].dcomp[dir] = *val && strcmp(val, "none");
+			compress_dir_props++;
+		}
+		return;
+	}
+	file_path(path, sizeof(path), f);
+	if (kind < 8) {
+		if (set_compr_prop(path, val) == 0) {
+			f->comp = *val && strcmp(val, "none");
+			compress_props++;
+		}
+		return;
+	}
+	printf("op %lu: chattr %s %s (%s)\n", op_seq, kind == 8 ? "+c" : "+m", path,
+	       km_names[f->km]);
+	fd = open_file(f, O_RDONLY, path, sizeof(path));
+	if (fd < 0)
+		return;
+	if (CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &fl), "op %lu: FS_IOC_GETFLAGS %s",
+		     op_seq, path)) {
+		if (kind == 8)
+			fl = (fl & ~FS_NOCOMP_FL) | FS_COMPR_FL;
+		else
+			fl = (fl & ~FS_COMPR_FL) | FS_NOCOMP_FL;
+		if (CHECK_OK(ioctl(fd, FS_IOC_SETFLAGS, &fl),
+			     "op %lu: FS_IOC_SETFLAGS 0x%x (chattr %s) on %s", op_seq,
+			     fl, kind == 8 ? "+c" : "+m", path)) {
+			f->comp = kind == 8;
+			compress_flags++;
+		}
+	}
+	close(fd);
+}
+
+/* Compressed (FIEMAP: encoded) extents of @f, or -1. */
+static long compressed_extents(const struct sfile *f)
+{
+	struct raw_extent *ext = NULL;
+	char path[PATH_MAX];
+	size_t n = 0, i;
+	long c = 0;
+
+	file_path(path, sizeof(path), f);
+	if (raw_fiemap(path, &ext, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		c += !!(ext[i].flags & FIEMAP_EXTENT_ENCODED);
+	free(ext);
+	return c;
+}
+
 static enum op draw_op(void)
 {
 	unsigned int total = 0, r, i;
@@ -1106,6 +1404,8 @@ static void (*const op_fns[NOPS])(void) = {
 	[OP_SNAPSHOT] = op_snapshot,
 	[OP_REMOUNT] = op_remount,
 	[OP_VERIFY] = op_verify,
+	[OP_REKEY] = op_rekey,
+	[OP_COMPRESS] = op_compress,
 };
 
 /* Number and count the next operation. */
@@ -1173,6 +1473,56 @@ static void prologue(void)
 	rename_file(be, D_A_EXT, NULL);	/* across policies: EXDEV */
 	begin_op(OP_RENAME);
 	rename_file(ae1, D_A_INO, NULL);	/* one policy: done */
+	if (rekey_ok) {
+		int s;
+
+		/* a snapshot free of per-inode keys moves; sv is refused */
+		for (s = 1; s < MAX_SV && !svs[s].used; s++)
+			;
+		if (s < MAX_SV) {
+			begin_op(OP_REKEY);
+			rekey_sv(s, 1);
+		}
+		begin_op(OP_REKEY);
+		rekey_sv(0, 1);
+	}
+	if (compress_ok) {
+		char path[PATH_MAX];
+		struct sfile *cf;
+		int fd;
+
+		/* zstd on sv/a-ext, inherited by a file of compressible data */
+		begin_op(OP_COMPRESS);
+		dir_path(path, sizeof(path), 0, D_A_EXT);
+		if (set_compr_prop(path, "zstd") == 0) {
+			svs[0].dcomp[D_A_EXT] = 1;
+			compress_dir_props++;
+		}
+		begin_op(OP_CREATE);
+		force_compressible = 1;
+		cf = create_file(0, D_A_EXT, 128 * KiB);
+		force_compressible = 0;
+		if (cf) {
+			fd = open_file(cf, O_RDONLY, path, sizeof(path));
+			if (fd >= 0) {
+				CHECK_OK(fsync(fd), "fsync %s", path);
+				close(fd);
+			}
+			prologue_compressed = compressed_extents(cf);
+			printf("# prologue: %s (%s, property zstd inherited): %ld compressed extents\n",
+			       path, km_names[cf->km], prologue_compressed);
+			CHECK(prologue_compressed > 0,
+			      "%s: 128 KiB of compressible data under the inherited property zstd, fsynced, has no compressed extent (FIEMAP)",
+			      path);
+		}
+		/* lzo on a file of key B, chattr +c on one of key A */
+		begin_op(OP_COMPRESS);
+		file_path(path, sizeof(path), be);
+		if (!be->bad && set_compr_prop(path, "lzo") == 0) {
+			be->comp = 1;
+			compress_props++;
+		}
+	}
 }
 
 /* ---- the background children ------------------------------------------------------ */
@@ -1442,6 +1792,7 @@ static void setup_tree(void)
 	close(top);
 	svs[0].used = 1;
 	PATHF(svs[0].name, "sv");
+	memcpy(svs[0].pol, dir_policy, sizeof(svs[0].pol));
 	if (dummy) {
 		PATHF(path, "%s/sv", mnt);
 		dummy_policy(path, 0);
@@ -1633,6 +1984,21 @@ static void write_figures(double secs, unsigned long ops, long long leak_hits,
 	fprintf(fp, "control_found\t%d\n", control_found);
 	fprintf(fp, "files_checked\t%d\n", files_checked);
 	fprintf(fp, "mismatches\t%lu\n", mismatches + listing_mismatches);
+	/* what issue #36 added, and the background's work, counted */
+	fprintf(fp, "rekeys\t%lu\n", rekeys_done);
+	fprintf(fp, "rekeys_refused\t%lu\n", rekeys_eopnotsupp);
+	fprintf(fp, "rekeys_busy\t%lu\n", rekeys_busy);
+	fprintf(fp, "rekey_files_moved\t%lu\n", rekey_files_moved);
+	fprintf(fp, "reflinks\t%lu\n", reflink_ok);
+	fprintf(fp, "reflinks_cross_key\t%lu\n", reflink_cross_key);
+	fprintf(fp, "compress_changes\t%lu\n", compress_props + compress_dir_props +
+		compress_flags);
+	fprintf(fp, "compressible_writes\t%lu\n", compressible_writes);
+	fprintf(fp, "compressed_extents_prologue\t%ld\n", prologue_compressed);
+	fprintf(fp, "compressed_extents_end\t%ld\n", end_comp_extents);
+	fprintf(fp, "compressed_files_end\t%ld\n", end_comp_files);
+	fprintf(fp, "chunks_relocated\t%ld\n", sh->chunks_relocated);
+	fprintf(fp, "scrub_bytes\t%llu\n", sh->scrub_bytes);
 	fclose(fp);
 	printf("# figures written to %s\n", p);
 }
@@ -1710,6 +2076,13 @@ int main(void)
 		printf("# the kernel has no per-extent keys (no %s): every file gets per-inode keys\n",
 		       LAB_BTRFS_EXTENT_KEYS_FEATURE);
 	setup_tree();
+	rekey_ok = extent_keys && !dummy;
+	if (extent_keys && dummy)
+		lab_config_note("one policy (the test key): no rekeys from key A to key B and back\n");
+	compress_ok = access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0;
+	if (!compress_ok)
+		printf("# no %s: the kernel does not compress encrypted files; no compression settings changed\n",
+		       LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE);
 
 	snprintf(marker, sizeof(marker), "lab-stress-%d-%s", getpid(), tag);
 	run("echo %s > /dev/kmsg", marker);
@@ -1752,6 +2125,12 @@ int main(void)
 	       rename_ok, rename_replace, rename_exdev, snap_deleted, direct_writes);
 	printf("# snapshots refused because their source holds files with per-inode keys: %lu\n",
 	       snap_refused);
+	printf("# rekeys: %lu done (%lu directories, %lu files moved), %lu refused EOPNOTSUPP (per-inode keys), %lu refused EBUSY%s\n",
+	       rekeys_done, rekey_dirs_moved, rekey_files_moved, rekeys_eopnotsupp,
+	       rekeys_busy, rekey_ok ? "" : " (not run: see above)");
+	printf("# compression: %lu property changes on files, %lu on directories, %lu chattr +c/+m; %lu writes of compressible data%s\n",
+	       compress_props, compress_dir_props, compress_flags, compressible_writes,
+	       compress_ok ? "" : " (no compression of encrypted files in this kernel)");
 	printf("# balancer: %ld balances, %ld cancelled, %ld errors, %ld chunks relocated\n",
 	       sh->balances, sh->balance_cancelled, sh->balance_errors,
 	       sh->chunks_relocated);
@@ -1775,6 +2154,12 @@ int main(void)
 	if (dummy)
 		lab_config_note("one policy (the test key) and no plain file: reflinks across master keys, EINVAL (encrypted/plain) and EXDEV renames are not required (%lu, %lu, %lu)\n",
 				reflink_cross_key, reflink_einval, rename_exdev);
+	CHECK(!rekey_ok || (rekeys_done > 0 && rekeys_eopnotsupp > 0),
+	      "the generator missed a case: rekeys done %lu, refused EOPNOTSUPP %lu",
+	      rekeys_done, rekeys_eopnotsupp);
+	CHECK(!compress_ok || (compress_dir_props > 0 && compress_props > 0),
+	      "the generator missed a case: compression property changes on directories %lu, on files %lu",
+	      compress_dir_props, compress_props);
 	CHECK(reflink_ok > 0 && (!extent_keys || reflink_eopnotsupp > 0) &&
 	      (dummy || !extent_keys || reflink_cross_key > 0) &&
 	      (dummy || (reflink_einval > 0 && rename_exdev > 0)),
@@ -1799,6 +2184,26 @@ int main(void)
 	cur_mm = extent_keys ? MM_EXTENT : MM_INODE;
 	phase("remounted");
 	files_checked = compare_all("after a remount", 1);
+	for (i = 0; i < MAX_FILES; i++) {
+		long c;
+
+		if (!files[i].used || files[i].bad)
+			continue;
+		c = compressed_extents(&files[i]);
+		if (c < 0) {
+			CHECK(0, "FIEMAP of %s/%s/%s: " LAB_ERR_FMT, svs[files[i].sv].name,
+			      dir_names[files[i].dir], files[i].name, LAB_ERR_ARGS(errno));
+			continue;
+		}
+		if (files[i].pol) {
+			end_comp_extents += c;
+			end_comp_files += c > 0;
+		} else {
+			end_comp_plain += c;
+		}
+	}
+	printf("# compressed extents at the end (FIEMAP): %ld in %ld encrypted files, %ld in plain files\n",
+	       end_comp_extents, end_comp_files, end_comp_plain);
 	comparator_control();
 	/* (if the ring buffer lost the start marker, all of what is left) */
 	CHECK(run("dmesg >/tmp/stress-dmesg.txt; "

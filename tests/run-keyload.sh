@@ -6,7 +6,8 @@
 # usual harness (vm-images/run-vm.sh, tests/guest-run.sh in the job), with
 # KEYLOAD_SECONDS of load per key mode (per-extent, then per-inode keys):
 # writers with fsync, a creator and reader, a cache dropper, while key A is
-# removed and re-added in a loop and key B stays.
+# removed and re-added in a loop, and (per-extent keys) key B now and then,
+# while files of key A that hold its extents pin it.
 #
 #   tests/run-keyload.sh
 #   KEYLOAD_SECONDS=60 tests/run-keyload.sh
@@ -16,8 +17,10 @@
 #   figures.tsv   the test's figures, summed over the key modes, one
 #                 "key<TAB>value" line each: cycles, removals_busy,
 #                 removals_complete, enokey_seen, fsynced_bytes_checked,
-#                 bytes_lost, duration_s; then splats (kernel splats on the
-#                 console, vm-images/console-check.sh)
+#                 bytes_lost, duration_s, b_removals, b_removals_pinned,
+#                 pinned_reads, pinned_reads_enokey (key B removed while
+#                 files of key A holding its extents are open); then splats
+#                 (kernel splats on the console, vm-images/console-check.sh)
 #   summary.md    the table, each key mode's figures, the sub-cases the test
 #                 skipped and why, the splats, the verdict; also printed
 #   test.log      the test's output
@@ -101,7 +104,7 @@ else
 	problems+=("no figures came back from the guest")
 fi
 get() { awk -F'\t' -v k="$1" '$1 == k { print $2 }' "$out/figures.tsv"; }
-for k in cycles removals_busy removals_complete enokey_seen fsynced_bytes_checked bytes_lost duration_s; do
+for k in cycles removals_busy removals_complete enokey_seen fsynced_bytes_checked bytes_lost duration_s b_removals b_removals_pinned pinned_reads pinned_reads_enokey; do
 	v=$(get "$k")
 	if [ -z "$v" ]; then
 		[ -s "$out/figures.tsv" ] && problems+=("figure $k missing")
@@ -144,11 +147,17 @@ fig() { local v; v=$(get "$1"); echo "${v:-?}"; }
 	echo "|---|---|---|---|---|---|---|---|"
 	echo "| $(fig cycles) | $(fig removals_busy) | $(fig removals_complete) | $(fig enokey_seen) | $(fig fsynced_bytes_checked) | $(fig bytes_lost) | $nsplats | $(fig duration_s) s |"
 	echo
+	echo "Key B removed while files of key A that hold its extents are open (per-extent keys; issue #36): the removals must say FILES_BUSY (pinned) at least once; the pinned block, read while key B is away, gives its data or ENOKEY, never wrong data."
+	echo
+	echo "| removals of key B | FILES_BUSY (pinned) | pinned block read | pinned block ENOKEY |"
+	echo "|---|---|---|---|"
+	echo "| $(fig b_removals) | $(fig b_removals_pinned) | $(fig pinned_reads) | $(fig pinned_reads_enokey) |"
+	echo
 	echo "Per key mode (from the test's output):"
 	echo
 	if [ -s "$out/test.log" ]; then
 		awk '/^== / { sub(/^== /, ""); print "- " $0; next }
-			/^# (writers|creator|remover|dropper|removal sequence|figures [a-z-]+):/ { sub(/^# /, ""); print "  - " $0 }' \
+			/^# (writers|creator|remover|dropper|removal sequence|key B pinned by files of key A|figures [a-z-]+):/ { sub(/^# /, ""); print "  - " $0 }' \
 			"$out/test.log"
 	else
 		echo "- (no test output came back)"

@@ -27,8 +27,13 @@
 # Writes to the report directory:
 #   figures.tsv      the test's figures (seconds, ops, balances, scrubs,
 #                    scrub_errors, check_errors, leak_hits, control_found,
-#                    files_checked, mismatches) and splats (kernel splats on
-#                    the console, vm-images/console-check.sh)
+#                    files_checked, mismatches; rekeys, rekeys_refused,
+#                    rekeys_busy, rekey_files_moved, reflinks,
+#                    reflinks_cross_key, compress_changes,
+#                    compressible_writes, compressed_extents_prologue,
+#                    compressed_extents_end, compressed_files_end,
+#                    chunks_relocated, scrub_bytes) and splats (kernel
+#                    splats on the console, vm-images/console-check.sh)
 #   summary.md       the table, the operations and what the background did,
 #                    splats and btrfs error lines, the verdict; also printed
 #   test.log         the test's output; vm/ the boot (console.log,
@@ -135,10 +140,21 @@ logline() { grep -a -m 1 "^# $1" "$out/test.log" 2>/dev/null | sed 's/^# //'; }
 		"$(fig control_found)" "$(fig files_checked)" "$(fig mismatches)" \
 		"$splats" "$((wall / 60)) min $((wall % 60)) s (boot; the test ${test_secs:-?} s)"
 	echo
+	echo "What each kind of operation did (issue #36: rekeys, reflinks across master keys, compression settings, beside scrub and balance):"
+	echo
+	echo "| rekeys done | refused EOPNOTSUPP / EBUSY | files moved by rekeys | reflinks (across keys) | compression changes | compressible writes | compressed extents: prologue file / end (files) | chunks relocated | bytes scrubbed |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	printf '| %s | %s / %s | %s | %s (%s) | %s | %s | %s / %s (%s) | %s | %s |\n' \
+		"$(fig rekeys)" "$(fig rekeys_refused)" "$(fig rekeys_busy)" \
+		"$(fig rekey_files_moved)" "$(fig reflinks)" "$(fig reflinks_cross_key)" \
+		"$(fig compress_changes)" "$(fig compressible_writes)" \
+		"$(fig compressed_extents_prologue)" "$(fig compressed_extents_end)" \
+		"$(fig compressed_files_end)" "$(fig chunks_relocated)" "$(fig scrub_bytes)"
+	echo
 	echo "Test: ${status:-no result}; boot: $(cat "$out/vm/verdict" 2>/dev/null)."
 	echo
 	if [ -s "$out/test.log" ]; then
-		for k in operations reflinks renames balancer scrubber dropper "after a remount"; do
+		for k in operations reflinks renames rekeys compression "prologue:" "compressed extents" balancer scrubber dropper "after a remount"; do
 			l=$(logline "$k")
 			[ -n "$l" ] && echo "- $l"
 		done
