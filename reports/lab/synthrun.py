@@ -55,6 +55,9 @@ CPU_COST = {"btrfs-extent": 1.01, "btrfs-extent-key": 1.25,
             "btrfs-plain-zstd": 1.1}
 CPU_S_PER_MIB = {"seqread": 0.004, "randread": 0.02, "randwrite": 0.03}
 USER_HZ = 100
+# groupsweep: points N = 1, 16 and 0 (no bound); btrfs-extent reads at
+# 0.5, 0.9 and 0.98 of btrfs-inode's 100e6 bytes/s
+SWEEP = {1: 0.5, 16: 0.9, 0: 0.98}
 # rekey: the arms that can rekey, and the throughput of twokeys over onekey
 # (its CPU cost per MiB is the inverse); the count passes' reads
 REKEY_TWOKEYS = {"btrfs-extent": 0.9, "btrfs-extent-key": 0.98}
@@ -94,17 +97,75 @@ def compressible_extras(run_dir, measured):
             lines += [("compsize_disk_bytes", disk),
                       ("compsize_uncompressed_bytes", COMP_FILE),
                       ("compsize_referenced_bytes", COMP_FILE)]
-        d = os.path.join(run_dir, "raw", arm)
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "disk-bytes.tsv"), "w") as fh:
-            fh.writelines(f"{k}\t{v}\n" for k, v in lines)
+        write_tsv(os.path.join(run_dir, "raw", arm, "disk-bytes.tsv"), lines)
 
 
-def arm_facts(specs, arm, fs, mkfs, enc, i):
-    """What a guest records for a measured arm (facts.tsv), as a kernel
-    with key groups would show it for the arm's mount options."""
+# fio's percentiles, named as fio names them ("99.900000")
+PCTS = [f"{p:f}" for p in (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99,
+                           99.5, 99.9, 99.95, 99.99)]
+# fio json+'s record of a direction that moved nothing
+FIO_IDLE = {"io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0,
+            "iops": 0.0, "runtime": 0, "total_ios": 0,
+            "clat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0,
+                        "N": 0}}
+
+
+def _bucket(v):
+    """fio-like latency bins: 6 significant bits per bin."""
+    v = int(v)
+    s = max(0, v.bit_length() - 7)
+    return (v >> s) << s
+
+
+def fio_job(rng, phase, direction, bw, bs, lat_scale, n=4000):
+    """fio json+'s jobs[0] of a phase that moved bw bytes/s in blocks of bs
+    for 30 s in one direction: n completion latencies, lognormal around
+    bs / bw x lat_scale with 0.5% of them 8 times slower, in fio's bins
+    and percentiles; the other directions idle."""
+    lat = rng.lognormal(math.log(bs / bw * 1e9), 0.35, n) * lat_scale
+    lat[: n // 200] *= 8
+    b = np.sort([_bucket(v) for v in lat])
+    keys, counts = np.unique(b, return_counts=True)
+    io = int(bw * 30)
+    job = {"jobname": phase, "groupid": 0, "error": 0,
+           "read": FIO_IDLE, "write": FIO_IDLE, "trim": FIO_IDLE}
+    job[direction] = {
+        "io_bytes": io, "io_kbytes": io // 1024, "bw_bytes": int(bw),
+        "bw": int(bw / 1024), "iops": bw / bs, "runtime": 30000,
+        "total_ios": n,
+        "clat_ns": {"min": int(lat.min()), "max": int(lat.max()),
+                    "mean": float(lat.mean()), "stddev": float(lat.std()),
+                    "N": n,
+                    "percentile": {p: int(b[max(0, math.ceil(
+                        float(p) / 100 * n) - 1)]) for p in PCTS},
+                    "bins": {str(int(k)): int(c)
+                             for k, c in zip(keys, counts)}}}
+    return job
+
+
+def write_tsv(path, rows):
+    """A tab-separated file of the guest, one row a line; its directory
+    made."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.writelines("\t".join(map(str, row)) + "\n" for row in rows)
+
+
+def fiemap_check(arm, rep, label, extents, lo, path, hi=None):
+    """One FIEMAP check of meta.json extent_checks (as collect() reads a
+    line of extents.tsv), of a file without shared extents."""
+    return {"arm": arm, "rep": rep, "label": label, "extents": extents,
+            "shared": 0, "min": lo, "max": hi, "path": path}
+
+
+def arm_facts(specs, arm, i):
+    """What a guest records for a measured arm (facts.tsv), the i-th of
+    the run, as a kernel with key groups would show it for the mount
+    options of its arm file (specs[arm])."""
     dev, mnt = f"/dev/vd{'defghijk'[i]}", f"/mnt/bench-{arm}"
-    opts = specs.get(arm, {}).get("MOUNT_OPTS", "")
+    fs, mkfs = specs[arm]["FS"], specs[arm]["MKFS"]
+    enc = specs[arm].get("ENCRYPTED") == "1"
+    opts = specs[arm].get("MOUNT_OPTS", "")
     per_key = opts.partition("fscrypt_extents_per_key=")[2].split(",")[0]
     keys = ("fscrypt_per_inode_keys" if "fscrypt_per_inode_keys" in opts
             else "fscrypt_per_extent_keys"
@@ -188,6 +249,102 @@ def rekeytime_results(run_dir, measured, reps):
                              "cpu_source\tschedstat\n")
 
 
+def groupsweep_counts(run_dir, measured):
+    """The groupsweep workload's count passes (profiles/<arm>/counts.tsv):
+    btrfs-extent's read of each file derives one key per group and
+    programs a slot per extent up to N = 16, its writing derived the keys
+    and started the groups (none for N = 1: one key per extent);
+    btrfs-inode derives one key and starts no group."""
+    for arm in measured:
+        ext, rows = arm == "btrfs-extent", []
+        for n in SWEEP:
+            groups = -(-17408 // n) if n else 1
+            keys = groups if ext else 0
+            starts = groups if ext and n != 1 else 0
+            slots = 17408 if n and n <= 16 else groups
+            rows += [(f"write-g{n}", k, v) for k, v in (
+                ("key_setups_derived", keys), ("group_starts", starts),
+                ("group_starts_new", 1 if starts else 0),
+                ("group_starts_extents", max(starts - 1, 0)),
+                ("lost_events", 0))]
+            rows += [(f"seqread-g{n}", k, v) for k, v in (
+                ("lookups", 17408 if ext else 0), ("key_setups_derived", keys),
+                ("slot_programs", slots if ext else 0),
+                ("derivations", groups + 1 if ext else 1), ("lost_events", 0))]
+        write_tsv(os.path.join(run_dir, "profiles", arm, "counts.tsv"), rows)
+
+
+def profile_extras(run_dir, measured, encrypted):
+    """profiles/<arm>/ of the profiled rep, of known answers: bpftrace's
+    maps and histograms (encrypted arms), slabinfo before and after the
+    read, perf script -g output and perf stat."""
+    for arm in measured:
+        d = os.path.join(run_dir, "profiles", arm)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "bpftrace.json"), "w") as fh:
+            fh.write('{"type": "attached_probes", "data": {"probes": 4}}\n')
+            if encrypted[arm]:
+                der = 16400 if arm.startswith("btrfs-extent") else 3
+                fh.write(json.dumps({"type": "map", "data": {
+                    "@derive_by_context": {"1": der, "2": 1}}}) + "\n")
+                if arm == "btrfs-extent":
+                    # key work of a read of one key group (known answers)
+                    for name, val in (
+                            ("@lookups", 16400),
+                            ("@lookup_key", {"derived": 1, "cached": 16399}),
+                            ("@extent_key_setup", {"derived": 1,
+                                                    "cached": 16399}),
+                            ("@slot_programs", 2),
+                            ("@group_starts", {"new": 1, "extents": 3})):
+                        fh.write(json.dumps({"type": "map", "data": {
+                            name: val}}) + "\n")
+                for name, mu in (("@lookup_ns", 2000), ("@derive_ns", 9000)):
+                    bk = [{"min": 2 ** i, "max": 2 ** (i + 1) - 1,
+                           "count": int(1000 * math.exp(-((2 ** i - mu) / mu) ** 2))}
+                          for i in range(8, 17)]
+                    fh.write(json.dumps({"type": "hist", "data": {name: bk}}) + "\n")
+        # per-extent infos: 16400 more after the read on btrfs-extent (one
+        # per extent: 128 bytes per extent), none elsewhere; one more
+        # fscrypt_info on the encrypted arms
+        for fname, after in (("slab-before.txt", False), ("slab.txt", True)):
+            with open(os.path.join(d, fname), "w") as fh:
+                fh.write("slabinfo - version: 2.1\n# name <active_objs> <num_objs> "
+                         "<objsize> <objperslab> <pagesperslab> : tunables <limit> "
+                         "<batchcount> <sharedfactor> : slabdata <active_slabs> "
+                         "<num_slabs> <sharedavail>\n")
+                ext = 16400 if after and arm.startswith("btrfs-extent") else 0
+                # derived keys: one key group, or one key per extent
+                keys = (0 if not after else 1 if arm == "btrfs-extent"
+                        else 16400 if arm == "btrfs-extent-key" else 0)
+                inf = 60 + (1 if after and encrypted[arm] else 0)
+                for cache, size, n in (("fscrypt_extent_info", 128, ext),
+                                       ("fscrypt_extent_key", 128, keys),
+                                       ("fscrypt_info", 136, inf),
+                                       ("btrfs_inode", 1080, 300),
+                                       ("ext4_inode_cache", 1160, 280),
+                                       ("kmalloc-64", 64, 9000), ("dentry", 192, 5000)):
+                    fh.write(f"{cache:<18} {n} {n + 4} {size} 30 1 : tunables 0 0 0 : slabdata 10 10 0\n")
+        # perf script -g output: btrfs-extent spends 30 of its 100 busy
+        # samples in the per-extent lookup, btrfs-inode none; 50 idle each
+        stacks = [("fio", ["fscrypt_get_extent_info", "btrfs_submit_bio",
+                           "vfs_read"], 30 if arm == "btrfs-extent" else 0),
+                  ("kworker/u4:1-btrfs-endio",
+                   ["aesni_xts_decrypt", "fscrypt_decrypt_bio",
+                    "process_one_work"], 70 if arm == "btrfs-extent" else 100),
+                  ("swapper", ["default_idle", "do_idle"], 50)]
+        with gzip.open(os.path.join(d, "perf-script.txt.gz"), "wt") as fh:
+            t = 0
+            for comm, frames, n in stacks:
+                for _ in range(n):
+                    t += 1
+                    fh.write(f"{comm} 42 [000] {t / 1000:.6f}: 2004008 cpu-clock:\n")
+                    for i, fr in enumerate(frames):
+                        fh.write(f"\tffffffff8100{i:04x} {fr}+0x{i + 1:x} ([kernel.kallsyms])\n")
+                    fh.write("\n")
+        with open(os.path.join(d, "perf-stat.txt"), "w") as fh:
+            fh.write(" Performance counter stats for 'fio':\n\n  1,234.5 msec task-clock\n")
+
+
 class TwoRunsCase(unittest.TestCase):
     """Base of a workload's report tests: a synthetic run of five
     repetitions (cls.five) and one of one repetition (cls.one), made with
@@ -251,83 +408,44 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         # are the workload's compressed ones and the uncompressed btrfs ones
         specs = M.read_arm_specs(arms_dir)
         names = [x for x in specs if x in COMP_DISK]
-    ARMS = {x: (specs[x]["FS"], specs[x]["MKFS"],
-                specs[x].get("ENCRYPTED") == "1", SPEED[x]) for x in names}
+    encrypted = {x: specs[x].get("ENCRYPTED") == "1" for x in names}
     PHASES = {"seqread": ("read", 40e6, 131072), "randread": ("read", 6e6, 4096),
               "randwrite": ("write", 4e6, 4096)}
     if scaling_phases:
         # 4096 bytes per 10 us, and per 20 us: cost 10 and 20 us per 4 KiB
         PHASES = {"seqread-e1024": ("read", 409.6e6, 131072),
                   "seqread-e4096": ("read", 204.8e6, 131072)}
-    # groupsweep: points N = 1, 16 and 0 (no bound); btrfs-extent reads at
-    # 0.5, 0.9 and 0.98 of btrfs-inode's 100e6 bytes/s
-    SWEEP = {1: 0.5, 16: 0.9, 0: 0.98}
     if groupsweep:
         PHASES = {f"seqread-g{n}": ("read", 100e6, 131072) for n in SWEEP}
-        skip |= {x for x in ARMS if x not in ("btrfs-extent", "btrfs-inode")}
+        skip |= {x for x in names if x not in ("btrfs-extent", "btrfs-inode")}
     if rekey:
         PHASES = {f"{kind}-{f}": ("read", base, bs) for kind, base, bs in
                   (("seqread", 40e6, 131072), ("randread", 6e6, 4096))
                   for f in ("onekey", "twokeys")}
-        skip |= {x for x in ARMS if x not in REKEY_TWOKEYS}
+        skip |= {x for x in names if x not in REKEY_TWOKEYS}
     if rekeytime:
         PHASES = {}
-        skip |= {x for x in ARMS if x not in REKEYTIME_NS}
+        skip |= {x for x in names if x not in REKEYTIME_NS}
     exact = scaling_phases or groupsweep or rekey or compressible
-    PCTS = ["1.000000", "5.000000", "10.000000", "20.000000", "30.000000",
-            "40.000000", "50.000000", "60.000000", "70.000000", "80.000000",
-            "90.000000", "95.000000", "99.000000", "99.500000", "99.900000",
-            "99.950000", "99.990000"]
-
-    def bucket(v):  # fio-like: 6 significant bits per bin
-        v = int(v)
-        s = max(0, v.bit_length() - 7)
-        return (v >> s) << s
-
-    def side(bw, bs, lat_scale, n=4000):
-        lat = rng.lognormal(math.log(bs / bw * 1e9), 0.35, n) * lat_scale
-        lat[: n // 200] *= 8
-        b = np.sort([bucket(v) for v in lat])
-        keys, counts = np.unique(b, return_counts=True)
-        io = int(bw * 30)
-        return {"io_bytes": io, "io_kbytes": io // 1024, "bw_bytes": int(bw),
-                "bw": int(bw / 1024), "iops": bw / bs, "runtime": 30000,
-                "total_ios": n,
-                "clat_ns": {"min": int(lat.min()), "max": int(lat.max()),
-                            "mean": float(lat.mean()), "stddev": float(lat.std()),
-                            "N": n,
-                            "percentile": {p: int(b[max(0, math.ceil(float(p) / 100 * n) - 1)])
-                                           for p in PCTS},
-                            "bins": {str(int(k)): int(c) for k, c in zip(keys, counts)}}}
-
-    def idle():
-        return {"io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0,
-                "iops": 0.0, "runtime": 0, "total_ios": 0,
-                "clat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}
-
-    meta_arms, order = {}, []
-    for i, (arm, (fs, mkfs, enc, _)) in enumerate(ARMS.items()):
-        meta_arms[arm] = ({"status": "skipped",
-                           "reason": "kernel has no btrfs encryption yet (issue #4)"}
-                          if arm in skip else arm_facts(specs, arm, fs, mkfs,
-                                                        enc, i))
-    measured = [x for x in ARMS if x not in skip]
-    cpu_rows = []
+    meta_arms = {arm: {"status": "skipped", "reason": "kernel has no btrfs "
+                       "encryption yet (issue #4)"} if arm in skip else
+                 arm_facts(specs, arm, i) for i, arm in enumerate(names)}
+    measured = [x for x in names if x not in skip]
+    order, cpu_rows = [], []
     for rep in range(1, reps + 1):
         for arm in measured:
             order.append([arm, rep])
-            f = ARMS[arm][3] * scale.get(arm, 1.0)
+            f = SPEED[arm] * scale.get(arm, 1.0)
             d = os.path.join(run_dir, "raw", arm, f"rep{rep}")
             os.makedirs(d, exist_ok=True)
             for ph, (direction, base, bs) in PHASES.items():
-                job = {"jobname": ph, "groupid": 0, "error": 0,
-                       "read": idle(), "write": idle(), "trim": idle()}
                 noise = 1.0 if exact else rng.normal(1.0, 0.01)
-                g = (SWEEP[int(ph.partition("-g")[2])] / ARMS[arm][3]
+                g = (SWEEP[int(ph.partition("-g")[2])] / SPEED[arm]
                      if groupsweep and arm == "btrfs-extent" else 1.0)
                 if rekey and ph.endswith("-twokeys"):
                     g = REKEY_TWOKEYS[arm]
-                job[direction] = side(base * f * g * noise, bs, 1 / f)
+                job = fio_job(rng, ph, direction, base * f * g * noise, bs,
+                              1 / f)
                 # CPU ticks: made-up seconds per MiB x MiB moved, 1% noise
                 mib = job[direction]["io_bytes"] / (1024.0 * 1024.0)
                 per_mib = (CPU_S_PER_MIB.get(ph.partition("-")[0], 0.004)
@@ -355,56 +473,24 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
     if scaling_phases:
         meta["workload"] = "scaling"
         meta["extent_checks"] = [
-            {"arm": arm, "rep": rep, "label": f"e{n}", "extents": n + 10 * rep,
-             "shared": 0, "min": n, "max": None, "path": f"/m/frag-e{n}"}
+            fiemap_check(arm, rep, f"e{n}", n + 10 * rep, n, f"/m/frag-e{n}")
             for arm in measured for rep in range(1, reps + 1)
             for n in (1024, 4096)]
     if groupsweep:
         meta["workload"] = "groupsweep"
         # btrfs-extent: a file per point, 17408 extents; btrfs-inode: one
         meta["extent_checks"] = [
-            {"arm": "btrfs-extent", "rep": rep, "label": f"g{n}",
-             "extents": 17408, "shared": 0, "min": 16384, "max": None,
-             "path": f"/m/bench/frag-g{n}"}
+            fiemap_check("btrfs-extent", rep, f"g{n}", 17408, 16384,
+                         f"/m/bench/frag-g{n}")
             for rep in range(1, reps + 1) for n in SWEEP] + [
-            {"arm": "btrfs-inode", "rep": rep, "label": "frag",
-             "extents": 17408, "shared": 0, "min": 16384, "max": None,
-             "path": "/m/bench/frag"} for rep in range(1, reps + 1)]
-        # count passes: the read of each file derives one key per group and
-        # programs a slot per extent up to N = 16; the writing derived the
-        # keys and started the groups
-        for arm in measured:
-            d = os.path.join(run_dir, "profiles", arm)
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, "counts.tsv"), "w") as fh:
-                for n in SWEEP:
-                    groups = -(-17408 // n) if n else 1
-                    ext = arm == "btrfs-extent"
-                    # (one key per extent, N = 1, starts no group)
-                    starts = 0 if n == 1 else groups
-                    for k, v in (("key_setups_derived", groups if ext else 0),
-                                 ("group_starts", starts if ext else 0),
-                                 ("group_starts_new", 1 if starts and ext
-                                  else 0),
-                                 ("group_starts_extents",
-                                  starts - 1 if starts and ext else 0),
-                                 ("lost_events", 0)):
-                        fh.write(f"write-g{n}\t{k}\t{v}\n")
-                    for k, v in (("lookups", 17408 if ext else 0),
-                                 ("key_setups_derived", groups if ext else 0),
-                                 ("slot_programs",
-                                  (17408 if n and n <= 16 else groups)
-                                  if ext else 0),
-                                 ("derivations", groups + 1 if ext else 1),
-                                 ("lost_events", 0)):
-                        fh.write(f"seqread-g{n}\t{k}\t{v}\n")
+            fiemap_check("btrfs-inode", rep, "frag", 17408, 16384,
+                         "/m/bench/frag") for rep in range(1, reps + 1)]
+        groupsweep_counts(run_dir, measured)
     if rekey:
         meta["workload"] = "rekey"
         meta["profile_phase"] = "seqread-twokeys"
         meta["extent_checks"] = [
-            {"arm": arm, "rep": rep, "label": f, "extents": 17408,
-             "shared": 0, "min": 16384, "max": None,
-             "path": f"/m/sv/bench/{f}"}
+            fiemap_check(arm, rep, f, 17408, 16384, f"/m/sv/bench/{f}")
             for arm in measured for rep in range(1, reps + 1)
             for f in ("twokeys", "onekey")]
         rekey_extras(run_dir, measured)
@@ -418,9 +504,8 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             "REKEY_DIR_NAMES": "1000"}
         meta["min_extents"] = 0
         meta["extent_checks"] = [
-            {"arm": arm, "rep": rep, "label": f"n{n}", "extents": 0,
-             "shared": 0, "min": 0, "max": 0,
-             "path": f"/m/rk-n{n}/d/dir-0000/file-000000"}
+            fiemap_check(arm, rep, f"n{n}", 0, 0,
+                         f"/m/rk-n{n}/d/dir-0000/file-000000", hi=0)
             for arm in measured for rep in range(1, reps + 1)
             for n in REKEYTIME_POINTS]
         meta["jobfiles"] = {}
@@ -430,8 +515,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         meta["profile_phase"] = "seqread"
         meta["min_extents"] = 960
         meta["extent_checks"] = [
-            {"arm": arm, "rep": rep, "label": "comp", "extents": 1024,
-             "shared": 0, "min": 960, "max": None, "path": "/m/bench/comp"}
+            fiemap_check(arm, rep, "comp", 1024, 960, "/m/bench/comp")
             for arm in measured for rep in range(1, reps + 1)]
         compressible_extras(run_dir, measured)
     if extras:
@@ -440,77 +524,10 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
         meta["profile_phase"] = "randread"
         meta["profiled_extent_counts"] = {arm: {"frag": 16400}
                                           for arm in measured}
-        for arm in measured:
-            d = os.path.join(run_dir, "profiles", arm)
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, "bpftrace.json"), "w") as fh:
-                fh.write('{"type": "attached_probes", "data": {"probes": 4}}\n')
-                if ARMS[arm][2]:
-                    der = 16400 if arm.startswith("btrfs-extent") else 3
-                    fh.write(json.dumps({"type": "map", "data": {
-                        "@derive_by_context": {"1": der, "2": 1}}}) + "\n")
-                    if arm == "btrfs-extent":
-                        # key work of a read of one key group (known answers)
-                        for name, val in (
-                                ("@lookups", 16400),
-                                ("@lookup_key", {"derived": 1,
-                                                 "cached": 16399}),
-                                ("@extent_key_setup", {"derived": 1,
-                                                        "cached": 16399}),
-                                ("@slot_programs", 2),
-                                ("@group_starts", {"new": 1,
-                                                   "extents": 3})):
-                            fh.write(json.dumps({"type": "map", "data": {
-                                name: val}}) + "\n")
-                    for name, mu in (("@lookup_ns", 2000), ("@derive_ns", 9000)):
-                        bk = [{"min": 2 ** i, "max": 2 ** (i + 1) - 1,
-                               "count": int(1000 * math.exp(-((2 ** i - mu) / mu) ** 2))}
-                              for i in range(8, 17)]
-                        fh.write(json.dumps({"type": "hist", "data": {name: bk}}) + "\n")
-            # per-extent infos: 16400 more after the read on btrfs-extent (one
-            # per extent: 128 bytes per extent), none elsewhere; one more
-            # fscrypt_info on the encrypted arms
-            for fname, after in (("slab-before.txt", False), ("slab.txt", True)):
-                with open(os.path.join(d, fname), "w") as fh:
-                    fh.write("slabinfo - version: 2.1\n# name <active_objs> <num_objs> "
-                             "<objsize> <objperslab> <pagesperslab> : tunables <limit> "
-                             "<batchcount> <sharedfactor> : slabdata <active_slabs> "
-                             "<num_slabs> <sharedavail>\n")
-                    ext = 16400 if after and arm.startswith("btrfs-extent") \
-                        else 0
-                    # derived keys: one key group, or one key per extent
-                    keys = (0 if not after else 1 if arm == "btrfs-extent"
-                            else 16400 if arm == "btrfs-extent-key" else 0)
-                    inf = 60 + (1 if after and ARMS[arm][2] else 0)
-                    for cache, size, n in (("fscrypt_extent_info", 128, ext),
-                                           ("fscrypt_extent_key", 128, keys),
-                                           ("fscrypt_info", 136, inf),
-                                           ("btrfs_inode", 1080, 300),
-                                           ("ext4_inode_cache", 1160, 280),
-                                           ("kmalloc-64", 64, 9000), ("dentry", 192, 5000)):
-                        fh.write(f"{cache:<18} {n} {n + 4} {size} 30 1 : tunables 0 0 0 : slabdata 10 10 0\n")
-            # perf script -g output: btrfs-extent spends 30 of its 100 busy
-            # samples in the per-extent lookup, btrfs-inode none; 50 idle each
-            stacks = [("fio", ["fscrypt_get_extent_info", "btrfs_submit_bio",
-                               "vfs_read"], 30 if arm == "btrfs-extent" else 0),
-                      ("kworker/u4:1-btrfs-endio",
-                       ["aesni_xts_decrypt", "fscrypt_decrypt_bio",
-                        "process_one_work"], 70 if arm == "btrfs-extent" else 100),
-                      ("swapper", ["default_idle", "do_idle"], 50)]
-            with gzip.open(os.path.join(d, "perf-script.txt.gz"), "wt") as fh:
-                t = 0
-                for comm, frames, n in stacks:
-                    for _ in range(n):
-                        t += 1
-                        fh.write(f"{comm} 42 [000] {t / 1000:.6f}: 2004008 cpu-clock:\n")
-                        for i, fr in enumerate(frames):
-                            fh.write(f"\tffffffff8100{i:04x} {fr}+0x{i + 1:x} ([kernel.kallsyms])\n")
-                        fh.write("\n")
-            with open(os.path.join(d, "perf-stat.txt"), "w") as fh:
-                fh.write(" Performance counter stats for 'fio':\n\n  1,234.5 msec task-clock\n")
+        profile_extras(run_dir, measured, encrypted)
         with open(os.path.join(run_dir, "scaling.json"), "w") as fh:
             json.dump({arm: [{"extents": e, "bw_bytes": [
-                40e6 * ARMS[arm][3] / (1 + (0.02 if arm == "btrfs-extent" else 0.005)
+                40e6 * SPEED[arm] / (1 + (0.02 if arm == "btrfs-extent" else 0.005)
                                        * math.log10(e)) * rng.normal(1, 0.01)
                 for _ in range(3)]} for e in (1, 100, 1000, 10000, 100000)]
                        for arm in measured if arm.startswith("btrfs")}, fh)
@@ -530,9 +547,7 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
             {"LAB_COMMIT": "f00dfeed" * 5, "LAB_DIRTY": "0"})
         meta["cpu"] = None
         if cpu and cpu_rows:
-            with open(os.path.join(run_dir, "cpu.tsv"), "w") as fh:
-                for row in cpu_rows:
-                    fh.write("\t".join(map(str, row)) + "\n")
+            write_tsv(os.path.join(run_dir, "cpu.tsv"), cpu_rows)
             meta["cpu"] = {"file": "cpu.tsv", "user_hz": USER_HZ,
                            "user_hz_source": "synthetic",
                            "lines": len(cpu_rows), "window": "io",
@@ -542,40 +557,23 @@ def make_run(run_dir, seed=1, reps=5, scale=(), skip="",
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Write a synthetic run.")
+    """The command line; the module docstring, its --help, says what each
+    option does."""
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--scale", action="append", default=[],
-                    help="ARM=FACTOR")
-    ap.add_argument("--skip", default="",
-                    help="arms to skip, comma-separated")
-    ap.add_argument("--scaling-phases", action="store_true",
-                    help="phases seqread-e1024 and seqread-e4096 of "
-                         "exactly known throughput, with FIEMAP checks")
-    ap.add_argument("--groupsweep", action="store_true",
-                    help="phases seqread-g1, -g16, -g0 of exactly known "
-                         "throughput, FIEMAP checks and count passes "
-                         "(btrfs-extent and btrfs-inode; others skipped)")
-    ap.add_argument("--rekey", action="store_true",
-                    help="the rekey workload's phases (btrfs-extent and "
-                         "btrfs-extent-key; others skipped), count passes")
-    ap.add_argument("--rekeytime", action="store_true",
-                    help="the rekeytime workload's command phases (no fio)")
-    ap.add_argument("--compressible", action="store_true",
-                    help="the compressible workload's phases on its arms "
-                         "and the uncompressed btrfs ones, bytes on disk")
-    ap.add_argument("--extras", action="store_true",
-                    help="also profiles/, scaling.json, extent_counts")
-    ap.add_argument("--cpu-scale", action="append", default=[],
-                    help="ARM=FACTOR: multiply an arm's CPU cost")
-    ap.add_argument("--no-cpu", dest="cpu", action="store_false",
-                    help="no CPU data (a guest without /proc/stat)")
-    ap.add_argument("--format2", action="store_true",
-                    help="a run of format 2 (no spec, no CPU data)")
-    ap.add_argument("--arms-dir", default=None,
-                    help="arm files to describe the run with (default: "
-                         "the lab's bench/arms)")
+    ap.add_argument("--skip", default="", help="arms, comma-separated")
+    ap.add_argument("--arms-dir", default=None)
+    for opt in ("--scale", "--cpu-scale"):
+        ap.add_argument(opt, action="append", default=[],
+                        metavar="ARM=FACTOR")
+    for opt in ("--scaling-phases", "--groupsweep", "--rekey", "--rekeytime",
+                "--compressible", "--extras", "--format2"):
+        ap.add_argument(opt, action="store_true")
+    ap.add_argument("--no-cpu", dest="cpu", action="store_false")
     make_run(**vars(ap.parse_args(argv)))
 
 
