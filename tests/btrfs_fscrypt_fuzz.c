@@ -15,13 +15,25 @@
  *    (`remount,fscrypt_per_inode_keys`), short and 255-byte encrypted
  *    names, a subdirectory of long names, an empty file, two symlinks, a
  *    reflinked copy (FICLONE) and a partial one (FICLONERANGE);
- *    compressed files (zstd, lzo; on a kernel with encrypt_compress); a
+ *    compressed files (zstd, lzo, zlib; on a kernel with encrypt_compress); a
  *    directory of a second master key whose file is partly reflinked into
  *    a file of the first (sv then records both keys, key type 47; the
  *    walks with the key add both); a snapshot
- *    of sv, after which sv is written again.  The transaction boundaries
- *    are explicit (commit=300 and syncfs), so the layout is the same from
- *    run to run; the nonces are the kernel's random ones.
+ *    of sv, after which sv is written again.  Then subvolumes of their
+ *    own (issue #36): rkf, moved from key 1 to key 2 by
+ *    BTRFS_IOC_FSCRYPT_REKEY and written after (a file with extents of
+ *    both keys); rkp, whose rekey stopped after its first object (the
+ *    filesystem frozen while the rekey waits to start, the rekey killed
+ *    there, then thawed: it moves the policy's directory and stops at the
+ *    fatal signal), so that its directory is under key 2 and what is below
+ *    it under key 1 (EPERM across them); pik, files with per-inode keys
+ *    (the lab series' mode); and up, a directory and a file rewritten
+ *    offline into upstream's layout (inode flag 1 << 12, context items 41,
+ *    extents with encryption 1 and items 42; craft_upstream()), whose leaf
+ *    the tree-checker refuses.  The transaction boundaries are explicit
+ *    (commit=300 and syncfs; the killed rekey stops at its first object),
+ *    so the layout is the same from run to run; the nonces are the
+ *    kernel's random ones.
  *    Without the kernel (FUZZ_PRISTINE=dev), a saved image is used instead.
  * 2. The bytes that matter (btrfs_raw.h: the first MiB, the superblock
  *    mirror, every chunk) are read into memory: the pristine image.  It is
@@ -31,11 +43,21 @@
  *    the reference (every (subvolume, inode): what stat, open, the policy
  *    ioctl, read and readlink gave, the name and the contents).  Then
  *    one image with no mutation must walk exactly like the reference.
+ *    The census of the pristine image (seed.tsv) says what each subvolume
+ *    holds: encrypted and compressed extents by algorithm, per-inode-key
+ *    extents, key records, inode and extent contexts by master key,
+ *    upstream's items.  The trace probe (trace.tsv) reads one file of each
+ *    seed feature alone, with the fscrypt tracepoints counted
+ *    (fscrypt_trace.h), and must see what the feature is for: decrypted
+ *    compressed extents (zlib, lzo, zstd), extent keys of both master keys
+ *    (the file under two keys, the rekeyed file), a per-inode key (no
+ *    extent lookup), EPERM (the part-way rekeyed file).
  * 3. Image k of FUZZ_IMAGES (FUZZ_FIRST, FUZZ_FIRST + 1, ...; a PRNG
  *    seeded with FUZZ_SEED and k, so that one image can be replayed alone)
  *    gets 1 to 3 mutations in the live leaves that hold fscrypt items:
  *    bit flips, random bytes and runs, interesting values in the fields
- *    of inode context items (key type 46), of the 34/40-byte extent
+ *    of inode context items (key type 46), of upstream's items (41, 42),
+ *    of the 34/40-byte extent
  *    contexts after file extent items, of the encrypted dir items and
  *    names, of encrypted symlink targets (inline extents of encrypted
  *    inodes), of the subvolume's key records (identifier, flags, and the
@@ -91,13 +113,20 @@
  * so that it stays short), FUZZ_MUT_MASK (a bit per mutation of an
  * image: which ones to apply, for narrowing a replay down; all).
  *
- * Writes $FUZZ_OUT/summary.tsv, errnos.tsv, images.tsv and bugs.tsv, and
- * prints the same as a table.  Exit 0 if no image found a bug.
+ * Writes $FUZZ_OUT/summary.tsv, errnos.tsv, images.tsv, bugs.tsv, seed.tsv
+ * and trace.tsv, and prints the same as tables.  summary.tsv counts by
+ * subvolume (part_<name>_*) the mutations, the images with one there, of
+ * those the images whose results there differed from the reference, and
+ * those whose kernel log has the tree-checker's "corrupt leaf" line naming
+ * a leaf of that subvolume the image changed.  Exit 0 if no image found a
+ * bug.
  */
 #include "btrfs_items.h"
 #include "btrfs_leaf.h"
 #include "btrfs_raw.h"
+#include "btrfs_rekey.h"
 #include "fscrypt_fs.h"
+#include "fscrypt_trace.h"
 #include "fscrypt_util.h"
 #include "lab.h"
 #include "rawdev.h"
@@ -406,7 +435,7 @@ struct mfile {
 	char target[600];	/* symlinks */
 };
 
-static struct mfile model[64];
+static struct mfile model[96];
 static size_t nmodel;
 
 static struct mfile *model_get(const char *path)
@@ -418,6 +447,7 @@ static struct mfile *model_get(const char *path)
 			return &model[i];
 	if (nmodel == sizeof(model) / sizeof(model[0]))
 		lab_die("too many files in the model");
+	memset(&model[nmodel], 0, sizeof(model[nmodel]));
 	snprintf(model[nmodel].path, sizeof(model[nmodel].path), "%s", path);
 	return &model[nmodel++];
 }
@@ -573,6 +603,322 @@ static void encrypted_dir(const char *rel, uint32_t seed, uint8_t *id)
 		lab_die("set policy on %s: %s", path, strerror(errno));
 }
 
+/* Drop the model's files under @prefix (what the reference walk cannot read). */
+static void model_forget(const char *prefix)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < nmodel; i++) {
+		if (!strncmp(model[i].path, prefix, strlen(prefix))) {
+			free(model[i].data);
+			continue;
+		}
+		model[j++] = model[i];
+	}
+	memset(&model[j], 0, (nmodel - j) * sizeof(model[0]));
+	nmodel = j;
+}
+
+/*
+ * A subvolume @name at the top level whose directory @name/e has the
+ * policy of key @id (under test_dummy_encryption: the policy on the
+ * subvolume's top directory, and e inherits it).
+ */
+static void sub_policy(const char *name, const uint8_t *id)
+{
+	char path[PATH_MAX], e[PATH_MAX];
+
+	lab_btrfs_subvol(mnt, name, -1);
+	PATHF(path, "%s/%s", mnt, name);
+	PATHF(e, "%s/e", path);
+	if (dummy ? lab_set_policy(path, id) || mkdir(e, 0755) :
+		    mkdir(e, 0755) || lab_set_policy(e, id))
+		lab_die("the policy on %s: %s", dummy ? path : e, strerror(errno));
+}
+
+/* Subvolume @name's tree id (BTRFS_IOC_INO_LOOKUP of its top directory). */
+static uint64_t sub_tree(const char *name)
+{
+	struct btrfs_ioctl_ino_lookup_args a;
+	char path[PATH_MAX];
+
+	memset(&a, 0, sizeof(a));
+	a.objectid = BTRFS_FIRST_FREE_OBJECTID;
+	PATHF(path, "%s/%s", mnt, name);
+	if (lab_ioctl_path(path, BTRFS_IOC_INO_LOOKUP, &a))
+		lab_die("BTRFS_IOC_INO_LOOKUP of %s: %s", path, strerror(errno));
+	return a.treeid;
+}
+
+/*
+ * Inodes 256 .. 256 + 63 of subvolume @name whose context item names key 1,
+ * key 2, or another key: into n[0..2].
+ */
+static void contexts_by_key(const char *name, unsigned n[3])
+{
+	struct lab_btrfs_item *it;
+	char path[PATH_MAX];
+	uint64_t ino;
+	size_t k;
+
+	n[0] = n[1] = n[2] = 0;
+	PATHF(path, "%s/%s", mnt, name);
+	for (ino = FIRST_INO; ino < FIRST_INO + 64; ino++) {
+		if (lab_btrfs_search(path, ino, CTX_KEY, &it, &k))
+			lab_die("TREE_SEARCH of %s: %s", path, strerror(errno));
+		if (k == 1 && it[0].len == 40)
+			n[!memcmp(it[0].data + 8, key_id, 16) ? 0 :
+			  !memcmp(it[0].data + 8, key2_id, 16) ? 1 : 2]++;
+		lab_btrfs_items_free(it, k);
+	}
+}
+
+/* BTRFS_IOC_FSCRYPT_REKEY of subvolume @name from key 1 to key 2. */
+static int rekey_1_to_2(const char *name, struct btrfs_ioctl_fscrypt_rekey_args *a)
+{
+	struct fscrypt_policy_v2 to;
+
+	lab_default_policy(&to, key2_id);
+	lab_rekey_args(a, name, key_id, &to);
+	return lab_rekey_at(mnt, a);
+}
+
+/* Is task @pid asleep (state D) in syscall @nr?  (/proc/PID/stat, /proc/PID/syscall) */
+static int task_in_syscall(pid_t pid, long nr)
+{
+	char path[64], *s, *p;
+	size_t len;
+	int ok = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	s = read_file(path, &len);
+	p = s ? strrchr(s, ')') : NULL;
+	if (p && p[1] == ' ' && p[2] == 'D') {
+		free(s);
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+		s = read_file(path, &len);
+		ok = s && strtol(s, NULL, 10) == nr;
+	}
+	free(s);
+	return ok;
+}
+
+/*
+ * A rekey of @name from key 1 to key 2 stopped after its first object,
+ * the directory with the policy, leaving everything below it under key 1:
+ * the filesystem is frozen (FIFREEZE) when a child issues the ioctl, which
+ * then sleeps in mnt_want_write_file(); the child gets SIGKILL there, and
+ * the filesystem is thawed.  The rekey runs with the signal pending: it
+ * records key 2, moves its first object (btrfs_fscrypt_rekey_move()) and
+ * stops at fatal_signal_pending() (-EINTR), committing what it moved.
+ * Returns what is under key 1 and key 2 (contexts_by_key()).
+ */
+static void rekey_part_way(const char *name, unsigned n[3])
+{
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), st, i;
+	pid_t pid;
+
+	if (fd < 0 || syncfs(fd) || ioctl(fd, FIFREEZE, 0))
+		lab_die("freeze %s: %s", mnt, strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		lab_die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct btrfs_ioctl_fscrypt_rekey_args a;
+
+		rekey_1_to_2(name, &a);
+		_exit(0);
+	}
+	for (i = 0; i < 6000 && !task_in_syscall(pid, 16 /* ioctl */); i++)
+		usleep(10 * 1000);
+	if (i == 6000)
+		printf("the rekey of %s did not reach its ioctl within 60 s\n", name);
+	kill(pid, SIGKILL);
+	if (ioctl(fd, FITHAW, 0))
+		lab_die("thaw %s: %s", mnt, strerror(errno));
+	waitpid(pid, &st, 0);
+	close(fd);
+	contexts_by_key(name, n);
+	printf("rekey of %s from key 1 to key 2 killed while it waited for the frozen filesystem (%s): %u inodes under key 1, %u under key 2, %u under another\n",
+	       name, WIFSIGNALED(st) ? "killed" : "it ended", n[0], n[1], n[2]);
+}
+
+/* Where the pristine image's parts are (tree ids), for the census. */
+static uint64_t up_tree;
+
+/*
+ * The subvolumes of issue #36 (each with its own tree, so that the census
+ * and the mutations can tell them apart):
+ *  rkf  a subvolume moved from key 1 to key 2 (BTRFS_IOC_FSCRYPT_REKEY),
+ *       then written: its inodes under key 2, file f with extents of both;
+ *  rkp  one whose rekey stopped after its first object (rekey_part_way()):
+ *       the directory with the policy under key 2, what is below it under
+ *       key 1 (a lookup or open across them: EPERM), both keys recorded;
+ *  pik  per-inode keys (the lab series' mode), a directory of its own;
+ *  up   a directory and a file of two extents, which craft_upstream()
+ *       turns into upstream's layout once the filesystem is unmounted.
+ */
+static void more_subvolumes(void)
+{
+	struct btrfs_ioctl_fscrypt_rekey_args ra;
+	unsigned n[3];
+
+	sub_policy("rkf", key_id);
+	put("rkf/e/f", 0, 8192, 0x5101, 1);
+	put("rkf/e/f", 8192, 8192, 0x5102, 1);
+	make_dir("rkf/e/d");
+	put("rkf/e/d/g", 0, 4096, 0x5103, 1);
+	make_symlink("f", "rkf/e/s");
+	commit();
+	if (rekey_1_to_2("rkf", &ra))
+		lab_die("rekey of rkf from key 1 to key 2: %s", strerror(errno));
+	printf("rekey of rkf from key 1 to key 2 moved " LAB_REKEY_COUNTS_FMT "\n",
+	       LAB_REKEY_COUNTS_ARGS(&ra));
+	/* new extents (and a new file) under key 2 beside the old ones */
+	put("rkf/e/f", 16384, 4096, 0x5104, 1);
+	put("rkf/e/n", 0, 4096, 0x5105, 1);
+	commit();
+	contexts_by_key("rkf", n);
+	if (n[0] || !n[1] || n[2])
+		lab_die("rkf after its rekey: %u inodes under key 1, %u under key 2, %u under another",
+			n[0], n[1], n[2]);
+
+	sub_policy("rkp", key_id);
+	put("rkp/e/f", 0, 8192, 0x5201, 1);
+	make_dir("rkp/e/d");
+	put("rkp/e/d/g", 0, 4096, 0x5202, 1);
+	make_symlink("f", "rkp/e/s");
+	commit();
+	rekey_part_way("rkp", n);
+	if (n[1] != 1 || !n[0] || n[2])
+		lab_die("rkp: the interrupted rekey left %u inodes under key 1, %u under key 2, %u under another; want one (the policy's directory) under key 2",
+			n[0], n[1], n[2]);
+	model_forget("rkp/");	/* behind EPERM: the walk reads none of it */
+
+	remount("fscrypt_per_inode_keys");
+	sub_policy("pik", key2_id);
+	put("pik/e/a", 0, 8192, 0x5301, 1);
+	put("pik/e/a", 8192, 4096, 0x5302, 1);
+	make_dir("pik/e/d");
+	put("pik/e/d/b", 0, 4096, 0x5303, 1);
+	make_symlink("a", "pik/e/s");
+	commit();
+	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
+
+	sub_policy("up", key_id);
+	put("up/e/u", 0, 8192, 0x5401, 1);
+	put("up/e/u", 8192, 8192, 0x5402, 1);
+	commit();
+	up_tree = sub_tree("up");
+	model_forget("up/");	/* the tree-checker refuses its leaf */
+}
+
+/* upstream's btrfs fscrypt series (v7; btrfs_fscrypt_upstream_layout.c) */
+#define UP_INODE_ENCRYPT	(1ULL << INODE_FLAG_UPSTREAM_BIT)
+#define UP_CTX_KEY		41
+#define UP_EXTENT_CTX_KEY	42
+#define UP_EXTENT_CTX_SIZE	34	/* v1, mode, key identifier, nonce */
+#define UP_ENCRYPTION		1
+
+/*
+ * Subvolume up's only leaf, rewritten offline into upstream's layout (as
+ * btrfs_fscrypt_upstream_layout does, under our incompat bit, which the
+ * mount needs): encrypted inodes' flags ENCRYPT (and PER_EXTENT) become
+ * upstream's 1 << 12, the context items' key type 46 becomes 41, every
+ * per-extent file extent item is cut to 53 bytes with encryption 1 and an
+ * item (ino, 42, offset) with a 34-byte version 1 context (mode, key
+ * identifier, nonce of ours) is inserted.  The tree-checker refuses such a
+ * leaf (inode flag 0x1000, encryption 1); mutations of it must still meet
+ * a clean refusal.
+ */
+static void craft_upstream(void)
+{
+	struct { struct braw_key key; uint8_t ctx[UP_EXTENT_CTX_SIZE]; } add[16];
+	struct lab_fscrypt_extent_ctx c;
+	struct braw_block *b = NULL;
+	struct braw_fs f;
+	unsigned char *blk;
+	uint64_t logical = 0, fl;
+	size_t n = 0, i, found = 0, nadd = 0;
+	unsigned inodes = 0, ctxs = 0, slot;
+	int level = -1;
+
+	if (braw_open(&f, dev) || braw_live_blocks(&f, &b, &n))
+		lab_die("read the trees of %s: %s", dev, strerror(errno));
+	for (i = 0; i < n; i++) {
+		if (b[i].tree != up_tree)
+			continue;
+		found++;
+		logical = b[i].logical;
+		level = b[i].level;
+	}
+	free(b);
+	if (found != 1 || level != 0)
+		lab_die("subvolume up (tree %llu) has %zu blocks, the last of level %d: want one leaf",
+			(unsigned long long)up_tree, found, level);
+	blk = lab_xmalloc(f.nodesize);
+	if (braw_read_block(&f, logical, blk))
+		lab_die("read leaf %llu: %s", (unsigned long long)logical, strerror(errno));
+	for (slot = 0; slot < braw_nritems(blk); slot++) {
+		unsigned char *d = blk + braw_item_start(blk, slot);
+		uint32_t size = braw_item_size(blk, slot);
+		struct braw_key k;
+
+		braw_item_key(blk, slot, &k);
+		if (k.type == BTRFS_INODE_ITEM_KEY && size == INODE_ITEM_SIZE &&
+		    ((fl = braw_le64(d + INODE_FLAGS_OFF)) &
+		     (LAB_BTRFS_INODE_ENCRYPT | LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT))) {
+			braw_put_le64(d + INODE_FLAGS_OFF,
+				      (fl & ~(LAB_BTRFS_INODE_ENCRYPT |
+					      LAB_BTRFS_INODE_ENCRYPT_PER_EXTENT)) |
+				      UP_INODE_ENCRYPT);
+			inodes++;
+		} else if (k.type == CTX_KEY) {
+			k.type = UP_CTX_KEY;	/* nothing of types 42-45: the order holds */
+			braw_item_set_key(blk, slot, &k);
+			ctxs++;
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY && size > FE_SIZE &&
+			   d[FE_ENCRYPTION] == LAB_BTRFS_ENCRYPTION_FSCRYPT_EXTENT &&
+			   d[FE_TYPE] == BTRFS_FILE_EXTENT_REG && nadd < 16 &&
+			   !lab_fscrypt_extent_ctx_decode(d + FE_SIZE, size - FE_SIZE, &c)) {
+			add[nadd].key.objectid = k.objectid;
+			add[nadd].key.type = UP_EXTENT_CTX_KEY;
+			add[nadd].key.offset = k.offset;
+			add[nadd].ctx[0] = 1;
+			add[nadd].ctx[1] = c.mode;
+			memcpy(add[nadd].ctx + 2, c.key_id, 16);
+			memcpy(add[nadd].ctx + 18, c.nonce, 16);
+			nadd++;
+			if (braw_item_resize(blk, f.nodesize, slot, FE_SIZE, 0))
+				lab_die("cut the extent item (%llu, 108, %llu): %s",
+					(unsigned long long)k.objectid,
+					(unsigned long long)k.offset, strerror(errno));
+			blk[braw_item_start(blk, slot) + FE_ENCRYPTION] = UP_ENCRYPTION;
+		}
+	}
+	for (i = 0; i < nadd; i++) {
+		uint32_t at;
+
+		if (braw_item_insert(blk, f.nodesize, &add[i].key, add[i].ctx,
+				     UP_EXTENT_CTX_SIZE, BRAW_INSERT_ROOT_LEAF, &at))
+			lab_die("insert (%llu, 42, %llu): %s",
+				(unsigned long long)add[i].key.objectid,
+				(unsigned long long)add[i].key.offset, strerror(errno));
+	}
+	if (!inodes || !ctxs || !nadd || !braw_leaf_sane(blk, f.nodesize) ||
+	    !braw_leaf_sorted(blk, NULL))
+		lab_die("up's leaf in upstream's layout: %u inode flags, %u context items, %zu extents converted; sane %d, sorted %d",
+			inodes, ctxs, nadd, braw_leaf_sane(blk, f.nodesize),
+			braw_leaf_sorted(blk, NULL));
+	if (braw_write_block(&f, logical, blk))
+		lab_die("write leaf %llu: %s", (unsigned long long)logical, strerror(errno));
+	printf("subvolume up (tree %llu, leaf %llu) in upstream's layout: %u inode flags 1 << 12, %u context items as key 41, %zu extents with encryption 1 and items 42\n",
+	       (unsigned long long)up_tree, (unsigned long long)logical, inodes, ctxs, nadd);
+	free(blk);
+	braw_close(&f);
+}
+
 static void make_pristine(void)
 {
 	char name[256], rel[PATH_MAX], target[200];
@@ -656,12 +1002,14 @@ static void make_pristine(void)
 	put("sv/enc/a", 24576, 4096, 0xb003, 1);
 	commit();
 	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
-	/* compressed extents (zstd, lzo), if encrypted files compress */
+	/* compressed extents (zstd, lzo, zlib), if encrypted files compress */
 	if (access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0) {
 		remount("compress-force=zstd");
 		put_compressible("sv/enc/zstd", 0, 262144, 0xf001);
 		remount("compress-force=lzo");
 		put_compressible("sv/enc/lzo", 0, 131072, 0xf002);
+		remount("compress-force=zlib");
+		put_compressible("sv/enc/zlib", 0, 131072, 0xf003);
 		commit();
 		remount("compress=no");
 	}
@@ -698,8 +1046,10 @@ static void make_pristine(void)
 	put("sv/enc/inokey", 8192, 4096, 0xc002, 1);
 	commit();
 	remount("fscrypt_per_extent_keys,fscrypt_extents_per_key=0");
+	more_subvolumes();
 	if (lab_umount(mnt))
 		lab_die("umount %s: %s", mnt, strerror(errno));
+	craft_upstream();
 }
 
 /* ---- the pristine image and its leaves ------------------------------------------------- */
@@ -709,21 +1059,146 @@ static struct braw_image pristine;
 
 enum cls {
 	T_CTX, T_EXTCTX, T_EXTENC, T_DIR, T_SYMLINK, T_RESIZE, T_INODE, T_KEYREC,
-	T_LEAF, NCLS
+	T_LEAF, T_UPSTREAM, NCLS
 };
 
 static const char *const cls_name[NCLS] = {
 	"inode-context", "extent-context", "extent-encryption", "dir-item",
-	"symlink", "resize", "inode-item", "key-record", "leaf",
+	"symlink", "resize", "inode-item", "key-record", "leaf", "upstream-item",
 };
-/* how often each class is picked, out of 100 */
-static const unsigned cls_weight[NCLS] = { 14, 18, 8, 13, 6, 9, 7, 5, 20 };
+/* how often each class is picked, out of 104 */
+static const unsigned cls_weight[NCLS] = { 14, 18, 8, 13, 6, 9, 7, 5, 20, 4 };
 
 struct leafinfo {
 	uint64_t logical, tree, phys;
 	const unsigned char *blk;	/* in the pristine image */
 	int has_ctl;			/* holds an item of sv's control file */
+	int part;			/* parts[]: its subvolume */
 };
+
+/*
+ * The pristine image's subvolumes ("parts": the top level, sv, snap, and
+ * issue #36's rkf, rkp, pik, up; sv2 under test_dummy_encryption), by tree
+ * id from the root tree's ROOT_REF items, and what each holds (the census,
+ * of the live leaves of its tree): encrypted and compressed extents by
+ * algorithm, per-inode-key extents, inode and extent contexts by master
+ * key, key records, upstream's items.  The mutations and the images'
+ * results are counted by part too, so that the summary shows that each
+ * part of the seed was damaged and met.
+ */
+#define MAX_PARTS 16
+#define MAX_IDS 16
+static struct part {
+	char name[16];
+	uint64_t tree;
+	unsigned leaves, fscrypt_leaves;
+	unsigned enc_extents, comp[4], inode_key_extents, keyrecs, up_items;
+	unsigned ctx[MAX_IDS + 1], ectx[MAX_IDS + 1];	/* by ids[]; [MAX_IDS]: others */
+	/* the mutated images */
+	unsigned mutations, images, images_differing, images_tree_checker;
+} parts[MAX_PARTS];
+static unsigned nparts;
+static uint8_t ids[MAX_IDS][FSCRYPT_KEY_IDENTIFIER_SIZE];
+static unsigned nids;
+
+static int part_of_tree(uint64_t tree)
+{
+	unsigned i;
+
+	for (i = 0; i < nparts; i++)
+		if (parts[i].tree == tree)
+			return (int)i;
+	return -1;
+}
+
+static int part_by_name(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < nparts; i++)
+		if (!strcmp(parts[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static void part_add(const char *name, uint64_t tree)
+{
+	if (nparts == MAX_PARTS || part_of_tree(tree) >= 0)
+		return;
+	copy_str(parts[nparts].name, sizeof(parts[nparts].name), name);
+	parts[nparts++].tree = tree;
+}
+
+/* The index of master key identifier @id in ids[], added if new. */
+static unsigned id_index(const uint8_t *id)
+{
+	unsigned i;
+
+	for (i = 0; i < nids; i++)
+		if (!memcmp(ids[i], id, FSCRYPT_KEY_IDENTIFIER_SIZE))
+			return i;
+	if (nids == MAX_IDS)
+		return MAX_IDS;
+	memcpy(ids[nids], id, FSCRYPT_KEY_IDENTIFIER_SIZE);
+	return nids++;
+}
+
+/* The subvolumes' names, from the ROOT_REF items (5, 156, id) of root tree leaf @blk. */
+static void root_refs(const unsigned char *blk)
+{
+	uint32_t slot;
+
+	for (slot = 0; slot < braw_nritems(blk); slot++) {
+		const unsigned char *d = blk + braw_item_start(blk, slot);
+		uint32_t size = braw_item_size(blk, slot), len;
+		struct braw_key k;
+		char name[16];
+
+		braw_item_key(blk, slot, &k);
+		if (k.type != BTRFS_ROOT_REF_KEY || k.objectid != BTRFS_FS_TREE_OBJECTID ||
+		    size < 18)
+			continue;
+		len = braw_le16(d + 16);
+		if (len > size - 18 || len >= sizeof(name))
+			continue;
+		memcpy(name, d + 18, len);
+		name[len] = '\0';
+		part_add(name, k.offset);
+	}
+}
+
+/* What pristine leaf @blk of part @p holds. */
+static void census_leaf(struct part *pt, const unsigned char *blk)
+{
+	uint32_t slot;
+
+	pt->leaves++;
+	for (slot = 0; slot < braw_nritems(blk); slot++) {
+		const unsigned char *d = blk + braw_item_start(blk, slot);
+		uint32_t size = braw_item_size(blk, slot);
+		struct lab_fscrypt_extent_ctx c;
+		struct braw_key k;
+
+		braw_item_key(blk, slot, &k);
+		if (k.type == CTX_KEY && size == 40 && d[0] == 2) {
+			pt->ctx[id_index(d + 8)]++;
+		} else if (k.type == KEY_ITEM_KEY) {
+			pt->keyrecs++;
+		} else if (k.type == 41 || k.type == 42) {
+			pt->up_items++;
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY && size >= FE_SIZE &&
+			   d[FE_TYPE] != BTRFS_FILE_EXTENT_INLINE && d[FE_ENCRYPTION]) {
+			pt->enc_extents++;
+			if (d[16] >= 1 && d[16] <= 3)
+				pt->comp[d[16]]++;
+			if (d[FE_ENCRYPTION] == LAB_BTRFS_ENCRYPTION_FSCRYPT_INODE)
+				pt->inode_key_extents++;
+			if (size > FE_SIZE &&
+			    !lab_fscrypt_extent_ctx_decode(d + FE_SIZE, size - FE_SIZE, &c))
+				pt->ectx[id_index(c.key_id)]++;
+		}
+	}
+}
 
 struct target {
 	uint32_t leaf, slot;
@@ -733,7 +1208,14 @@ static struct leafinfo *leaves;
 static size_t nleaves;
 static struct target *targets[NCLS];
 static size_t ntargets[NCLS];
-static uint64_t *enc_inos;	/* inodes with a context item */
+/*
+ * Inodes with a context item, by tree: inode numbers repeat from subvolume
+ * to subvolume (the top level's control file and rkf's directory are both
+ * 257), and only an encrypted inode's own items are its targets.  (A leaf
+ * that sv and snap share counts as the tree braw_live_blocks() reached it
+ * from; an inode's item and its context item are in one leaf.)
+ */
+static struct { uint64_t tree, ino; } *enc_inos;
 static size_t nenc_inos;
 
 static void add_target(enum cls c, uint32_t leaf, uint32_t slot)
@@ -746,12 +1228,12 @@ static void add_target(enum cls c, uint32_t leaf, uint32_t slot)
 	ntargets[c]++;
 }
 
-static int is_enc_ino(uint64_t ino)
+static int is_enc_ino(uint64_t tree, uint64_t ino)
 {
 	size_t i;
 
 	for (i = 0; i < nenc_inos; i++)
-		if (enc_inos[i] == ino)
+		if (enc_inos[i].ino == ino && enc_inos[i].tree == tree)
 			return 1;
 	return 0;
 }
@@ -763,8 +1245,8 @@ static int fs_tree(uint64_t tree)
 }
 
 /* Item @slot of @blk, as a fuzz target: which classes it belongs to. */
-static void classify_item(const unsigned char *blk, uint32_t leaf, uint32_t slot,
-			  int *fscrypt)
+static void classify_item(const unsigned char *blk, uint64_t tree, uint32_t leaf,
+			  uint32_t slot, int *fscrypt)
 {
 	const unsigned char *d = blk + braw_item_start(blk, slot);
 	uint32_t size = braw_item_size(blk, slot);
@@ -783,7 +1265,7 @@ static void classify_item(const unsigned char *blk, uint32_t leaf, uint32_t slot
 		add_target(T_RESIZE, leaf, slot);
 		*fscrypt = 1;
 	} else if (k.type == BTRFS_EXTENT_DATA_KEY && size > 21 &&
-		   d[FE_TYPE] == BTRFS_FILE_EXTENT_INLINE && is_enc_ino(k.objectid)) {
+		   d[FE_TYPE] == BTRFS_FILE_EXTENT_INLINE && is_enc_ino(tree, k.objectid)) {
 		add_target(T_SYMLINK, leaf, slot);
 		add_target(T_RESIZE, leaf, slot);
 		*fscrypt = 1;
@@ -796,8 +1278,13 @@ static void classify_item(const unsigned char *blk, uint32_t leaf, uint32_t slot
 		add_target(T_KEYREC, leaf, slot);
 		add_target(T_RESIZE, leaf, slot);
 		*fscrypt = 1;
+	} else if ((k.type == 41 && size == 40) || (k.type == 42 && size == 34)) {
+		/* upstream's context items (subvolume up) */
+		add_target(T_UPSTREAM, leaf, slot);
+		add_target(T_RESIZE, leaf, slot);
+		*fscrypt = 1;
 	} else if (k.type == BTRFS_INODE_ITEM_KEY && size == INODE_ITEM_SIZE &&
-		   is_enc_ino(k.objectid)) {
+		   is_enc_ino(tree, k.objectid)) {
 		/* its flags say ENCRYPT (and ENCRYPT_PER_EXTENT) */
 		add_target(T_INODE, leaf, slot);
 		*fscrypt = 1;
@@ -839,12 +1326,26 @@ static void find_targets(void)
 	if (braw_live_blocks(&fs, &b, &n))
 		lab_die("walk the trees of %s: %s", dev, strerror(errno));
 	cands = lab_xmalloc((n ? n : 1) * sizeof(*cands));
+	part_add("top", BTRFS_FS_TREE_OBJECTID);
+	for (i = 0; i < n; i++) {
+		uint64_t phys[RAW_BTRFS_MAX_STRIPES];
+		const unsigned char *rb;
+
+		if (b[i].level != 0 || b[i].tree != BTRFS_ROOT_TREE_OBJECTID ||
+		    braw_map(&fs, b[i].logical, fs.nodesize, phys) < 1)
+			continue;
+		rb = braw_image_at(&pristine, phys[0], fs.nodesize);
+		if (rb)
+			root_refs(rb);
+	}
 	for (i = 0; i < n; i++) {
 		uint64_t phys[RAW_BTRFS_MAX_STRIPES];
 		struct cand *cd = &cands[ncands];
 
 		if (b[i].level != 0 || !fs_tree(b[i].tree))
 			continue;
+		if (part_of_tree(b[i].tree) < 0)
+			part_add("?", b[i].tree);
 		/* under test_dummy_encryption, the control file's tree */
 		if (dummy && b[i].tree == BTRFS_FS_TREE_OBJECTID)
 			continue;
@@ -875,18 +1376,25 @@ static void find_targets(void)
 
 				braw_item_key(blk, s, &k);
 				if (pass == 0) {
-					if (k.type != CTX_KEY || is_enc_ino(k.objectid))
+					if ((k.type != CTX_KEY && k.type != 41) ||
+					    is_enc_ino(cands[i].tree, k.objectid))
 						continue;
 					enc_inos = realloc(enc_inos, (nenc_inos + 1) * sizeof(*enc_inos));
 					if (!enc_inos)
 						lab_die("out of memory");
-					enc_inos[nenc_inos++] = k.objectid;
+					enc_inos[nenc_inos].tree = cands[i].tree;
+					enc_inos[nenc_inos++].ino = k.objectid;
 					continue;
 				}
-				classify_item(blk, (uint32_t)nleaves, s, &fscrypt);
+				classify_item(blk, cands[i].tree, (uint32_t)nleaves, s, &fscrypt);
 			}
-			if (pass == 0 || !fscrypt)
+			if (pass == 0) {
+				census_leaf(&parts[part_of_tree(cands[i].tree)], blk);
 				continue;
+			}
+			if (!fscrypt)
+				continue;
+			parts[part_of_tree(cands[i].tree)].fscrypt_leaves++;
 			leaves = realloc(leaves, (nleaves + 1) * sizeof(*leaves));
 			if (!leaves)
 				lab_die("out of memory");
@@ -895,6 +1403,7 @@ static void find_targets(void)
 			leaves[nleaves].phys = cands[i].phys;
 			leaves[nleaves].blk = blk;
 			leaves[nleaves].has_ctl = 0;
+			leaves[nleaves].part = part_of_tree(cands[i].tree);
 			add_target(T_LEAF, (uint32_t)nleaves, 0);
 			nleaves++;
 		}
@@ -950,6 +1459,7 @@ struct img_res {
 	unsigned unknown, unknown_unexpl, leak, nokey_data, nokey_data_unexpl;
 	unsigned odd_errno, now_ok;
 	unsigned explained;	/* mutations that explain a wrong result */
+	unsigned dev_parts;	/* parts (a bit each) where a result differed */
 	double t[9];		/* when each stage began */
 	char notes[NOTES_SIZE];
 	size_t notes_len;
@@ -1027,6 +1537,15 @@ static void note(struct img_res *r, const char *fmt, ...)
 	}
 }
 
+/* A result in subvolume @sv differed from the reference. */
+static void dev_mark(struct img_res *r, const char *sv)
+{
+	int p = part_by_name(sv);
+
+	if (r && p >= 0 && p < 32)
+		r->dev_parts |= 1u << p;
+}
+
 static struct ref *ref_find(const char *sv, uint64_t ino)
 {
 	size_t i;
@@ -1075,6 +1594,7 @@ static void outcome(struct walk *w, const char *sv, uint64_t ino,
 	ref = ref_find(sv, ino);
 	if (ref && ref->err[w->phase][op] == err)
 		return;
+	dev_mark(r, sv);
 	if (err) {
 		r->deviations++;
 		r->err_by[op][err_slot(err)]++;
@@ -1139,6 +1659,7 @@ static void check_contents(struct walk *w, const char *sv, uint64_t ino,
 
 	if (!ref || (ref->len == n && !memcmp(ref->data, got, n)))
 		return;
+	dev_mark(r, sv);
 	if (w->phase == 0) {
 		/* the pristine image gave ENOKEY here, or this would not run */
 		if (has_plaintext(got, n, ref)) {
@@ -1211,6 +1732,7 @@ static void visit(struct walk *w, int dfd, const char *rel, const char *name,
 			ref->parent = dir_ino;
 		}
 	} else if (!ref) {
+		dev_mark(r, child_sv);
 		r->unknown++;
 		if (!is_touched(w->t, st.st_ino) && !is_touched(w->t, dir_ino)) {
 			r->unknown_unexpl++;
@@ -1225,6 +1747,7 @@ static void visit(struct walk *w, int dfd, const char *rel, const char *name,
 		 */
 		char shown[160], want[160];
 
+		dev_mark(r, child_sv);
 		r->wrong_name++;
 		printable(shown, sizeof(shown), path);
 		printable(want, sizeof(want), ref->path);
@@ -1270,6 +1793,7 @@ static void visit(struct walk *w, int dfd, const char *rel, const char *name,
 		if (w->reference) {
 			copy_str(ref->target, sizeof(ref->target), target);
 		} else if (ref && strcmp(ref->target, target)) {
+			dev_mark(r, child_sv);
 			r->wrong_data++;
 			r->explained |= is_touched(w->t, st.st_ino);
 			if (!is_touched(w->t, st.st_ino)) {
@@ -1429,6 +1953,11 @@ static void run_image(struct walk *w, int rw, int ctl2)
 	r->addkey_err = lab_add_key(mnt, KEY_SEED, id) ? errno : 0;
 	if (!r->addkey_err)
 		r->addkey_err = lab_add_key(mnt, KEY_SEED2, id2) ? errno : 0;
+	if (w->reference && !r->addkey_err) {
+		/* a replay (FUZZ_PRISTINE) learns them here */
+		memcpy(key_id, id, sizeof(key_id));
+		memcpy(key2_id, id2, sizeof(key2_id));
+	}
 	if (r->addkey_err)
 		outcome(w, "top", FIRST_INO, ".", OP_ADDKEY, r->addkey_err);
 	drop_caches();
@@ -1496,6 +2025,8 @@ struct image {
 	char label[MAX_MUT][96];	/* kind and field of each mutation */
 	unsigned cls[MAX_MUT];
 	unsigned by_cls[NCLS];
+	unsigned part_mask;		/* parts (a bit each) of the leaves mutated */
+	unsigned by_part[MAX_PARTS];
 };
 
 static const char *cls_name_of(const struct image *im)
@@ -1713,6 +2244,8 @@ static const char *key_type_name(uint8_t t)
 	case BTRFS_XATTR_ITEM_KEY: return "XATTR_ITEM";
 	case CTX_KEY: return "FSCRYPT_INODE_CTX";
 	case KEY_ITEM_KEY: return "FSCRYPT_KEY";
+	case 41: return "UPSTREAM_FSCRYPT_CTX";
+	case 42: return "UPSTREAM_EXTENT_CTX";
 	case BTRFS_DIR_ITEM_KEY: return "DIR_ITEM";
 	case BTRFS_DIR_INDEX_KEY: return "DIR_INDEX";
 	case BTRFS_EXTENT_DATA_KEY: return "EXTENT_DATA";
@@ -1880,6 +2413,10 @@ static void mutate_one(struct image *im)
 	im->cls[im->t.cur] = c;
 	snprintf(im->label[im->t.cur], sizeof(im->label[0]), "%s", cls_name[c]);
 	t = &targets[c][rng_below(&im->rng, (uint32_t)ntargets[c])];
+	if (leaves[t->leaf].part >= 0 && leaves[t->leaf].part < 32) {
+		im->part_mask |= 1u << leaves[t->leaf].part;
+		im->by_part[leaves[t->leaf].part]++;
+	}
 	if (c == T_LEAF) {
 		text_add(&im->desc, "[%s] ", cls_name[c]);
 		mutate_leaf(im, t->leaf);
@@ -1991,6 +2528,15 @@ static void mutate_one(struct image *im)
 			      sizeof(inode_fields) / sizeof(f[0]), what);
 		break;
 	}
+	case T_UPSTREAM:
+		/* upstream's 40-byte context item, or its 34-byte extent context */
+		if (k.type == 41)
+			damage_fields(im, blk, start, size, ctx_v2_fields,
+				      sizeof(ctx_v2_fields) / sizeof(f[0]), what);
+		else
+			damage_fields(im, blk, start, size, ectx_v1_fields,
+				      sizeof(ectx_v1_fields) / sizeof(f[0]), what);
+		break;
 	case T_RESIZE:
 		if (!braw_leaf_sane(blk, fs.nodesize))
 			break;
@@ -2223,6 +2769,51 @@ static int verify(const char *when)
 static struct img_res *shared_res;
 static struct walk *child_walk;
 
+/*
+ * Does a "corrupt leaf" line of the tree-checker in @log name (block=) a
+ * leaf of part @p that image @im changed?
+ */
+static int tree_checker_named(const struct image *im, int p, const char *log)
+{
+	char want[48];
+	const char *l, *hit;
+	unsigned i;
+
+	for (i = 0; i < im->nwork; i++) {
+		if (leaves[im->work[i].leaf].part != p ||
+		    !memcmp(im->work[i].blk, leaves[im->work[i].leaf].blk, fs.nodesize))
+			continue;
+		snprintf(want, sizeof(want), "block=%llu ",
+			 (unsigned long long)leaves[im->work[i].leaf].logical);
+		for (l = log; (hit = strstr(l, want)); l = hit + 1) {
+			const char *bol = hit;
+
+			while (bol > log && bol[-1] != '\n')
+				bol--;
+			if (strstr(bol, "corrupt leaf") && strstr(bol, "corrupt leaf") < hit)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Image @im's mutations and result @r, by part. */
+static void count_parts(const struct image *im, const struct img_res *r, const char *log)
+{
+	unsigned p;
+
+	for (p = 0; p < nparts; p++) {
+		if (!im->by_part[p])
+			continue;
+		parts[p].mutations += im->by_part[p];
+		parts[p].images++;
+		if (r->dev_parts & (1u << p))
+			parts[p].images_differing++;
+		if (log && tree_checker_named(im, (int)p, log))
+			parts[p].images_tree_checker++;
+	}
+}
+
 /* 1 if the image found a bug that stops the run. */
 static int fuzz_one(unsigned index, unsigned walk_timeout)
 {
@@ -2281,6 +2872,7 @@ static int fuzz_one(unsigned index, unsigned walk_timeout)
 	k.log.buf = lab_xmalloc(k.log.cap);
 	k.log.buf[0] = '\0';
 	kmsg_drain(&k);
+	count_parts(&im, r, k.log.buf);
 
 	/* the bookkeeping */
 	if (r->post_checked) {
@@ -2443,6 +3035,14 @@ static void summary_text(struct text *tp, double secs)
 	text_add(&t, "mutations\t%u\n", st.mutations);
 	for (e = 0; e < NCLS; e++)
 		text_add(&t, "mutations_%s\t%u\n", cls_name[e], st.by_cls[e]);
+	for (e = 0; e < (int)nparts; e++) {
+		text_add(&t, "part_%s_mutations\t%u\n", parts[e].name, parts[e].mutations);
+		text_add(&t, "part_%s_images\t%u\n", parts[e].name, parts[e].images);
+		text_add(&t, "part_%s_images_differing\t%u\n", parts[e].name,
+			 parts[e].images_differing);
+		text_add(&t, "part_%s_images_tree_checker\t%u\n", parts[e].name,
+			 parts[e].images_tree_checker);
+	}
 	text_add(&t, "rw_mounts\t%u\n", st.rw);
 	text_add(&t, "mounted\t%u\n", st.mounted);
 	text_add(&t, "mount_failed\t%u\n", st.tried - st.mounted);
@@ -2486,6 +3086,145 @@ static void summary_text(struct text *tp, double secs)
 	text_add(&t, "seconds_remove_key\t%.0f\n", st.t_stage[6]);
 	text_add(&t, "seconds_umount\t%.0f\n", st.t_stage[7]);
 	text_add(&t, "seconds_restore\t%.0f\n", st.t_restore);
+	*tp = t;
+}
+
+/* Which key ids[@i] is: 1 or 2 (the fuzzer's), 0 another (the test key). */
+static int key_no(unsigned i)
+{
+	if (i >= nids)
+		return 0;
+	return !memcmp(ids[i], key_id, sizeof(key_id)) ? 1 :
+	       !memcmp(ids[i], key2_id, sizeof(key2_id)) ? 2 : 0;
+}
+
+/* The census of the pristine image, a line per part (seed.tsv). */
+static void seed_text(struct text *tp)
+{
+	struct text t = *tp;
+	unsigned p, i, c[3], e[3];
+
+	text_add(&t, "part\ttree\tleaves\tfscrypt_leaves\tencrypted_extents\tzlib\tlzo\tzstd\tper_inode_key_extents\tkey_records\tinode_ctx_key1\tinode_ctx_key2\tinode_ctx_other\textent_ctx_key1\textent_ctx_key2\textent_ctx_other\tupstream_items\n");
+	for (p = 0; p < nparts; p++) {
+		const struct part *pt = &parts[p];
+
+		if (!pt->leaves)
+			continue;
+		memset(c, 0, sizeof(c));
+		memset(e, 0, sizeof(e));
+		for (i = 0; i <= MAX_IDS; i++) {
+			c[key_no(i)] += pt->ctx[i];
+			e[key_no(i)] += pt->ectx[i];
+		}
+		text_add(&t, "%s\t%llu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\n",
+			 pt->name, (unsigned long long)pt->tree, pt->leaves,
+			 pt->fscrypt_leaves, pt->enc_extents, pt->comp[1], pt->comp[2],
+			 pt->comp[3], pt->inode_key_extents, pt->keyrecs, c[1], c[2], c[0],
+			 e[1], e[2], e[0], pt->up_items);
+	}
+	*tp = t;
+}
+
+/*
+ * The trace probe: the pristine image mounted read-only with both keys,
+ * each file of a seed feature read alone after dropping caches, with the
+ * fscrypt tracepoints counted (fscrypt_trace.h): proof that reading it
+ * reaches the code the feature is for.
+ */
+static struct probe {
+	const char *what, *path, *want;
+	int done, err, ok;
+	struct lab_trace_count c;
+} probes[] = {
+	{ .what = "zlib", .path = "sv/enc/zlib", .want = "compressed extents decrypted (decrypt events)" },
+	{ .what = "lzo", .path = "sv/enc/lzo", .want = "compressed extents decrypted (decrypt events)" },
+	{ .what = "zstd", .path = "sv/enc/zstd", .want = "compressed extents decrypted (decrypt events)" },
+	{ .what = "two-keys", .path = "sv/enc/xk", .want = "extents of both master keys (2 extent keys)" },
+	{ .what = "rekeyed", .path = "rkf/e/f", .want = "extents of the old and the new key (2 extent keys)" },
+	{ .what = "per-inode", .path = "pik/e/a", .want = "a per-inode key (decrypt events, no extent lookup)" },
+	{ .what = "part-way", .path = "rkp/e/f", .want = "EPERM: a file of key 1 in a directory of key 2" },
+};
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+static void trace_probe(void)
+{
+	uint8_t id[FSCRYPT_KEY_IDENTIFIER_SIZE], id2[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	char path[PATH_MAX], str[300];
+	unsigned char *buf;
+	size_t i;
+	ssize_t n;
+	int fd;
+
+	if (lab_trace_start()) {
+		printf("trace probe: no fscrypt tracepoints (%s): not run\n", strerror(errno));
+		return;
+	}
+	lab_trace_stop(&probes[0].c);
+	if (mount(dev, mnt, "btrfs", MS_RDONLY, img_opts))
+		lab_die("mount the pristine image for the trace probe: %s", strerror(errno));
+	if (lab_add_key(mnt, KEY_SEED, id) || lab_add_key(mnt, KEY_SEED2, id2))
+		lab_die("add the keys for the trace probe: %s", strerror(errno));
+	buf = lab_xmalloc(READ_CAP);
+	for (i = 0; i < NPROBES; i++) {
+		struct probe *pr = &probes[i];
+
+		PATHF(path, "%s/%s", mnt, pr->path);
+		if (access(path, F_OK) && errno == ENOENT)
+			continue;	/* e.g. no compression of encrypted files */
+		drop_caches();
+		if (lab_trace_start())
+			break;
+		errno = 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		pr->err = fd < 0 ? errno : 0;
+		while (fd >= 0 && (n = read(fd, buf, READ_CAP)) > 0)
+			;
+		if (fd >= 0 && n < 0)
+			pr->err = errno;
+		if (fd >= 0)
+			close(fd);
+		lab_trace_stop(&pr->c);
+		pr->done = 1;
+		if (!strcmp(pr->what, "part-way"))
+			pr->ok = pr->err == EPERM;
+		else if (pr->err)
+			pr->ok = 0;
+		else if (!strcmp(pr->what, "two-keys") || !strcmp(pr->what, "rekeyed"))
+			pr->ok = pr->c.extent_keys >= 2 && pr->c.decrypt > 0;
+		else if (!strcmp(pr->what, "per-inode"))
+			pr->ok = pr->c.decrypt > 0 && !pr->c.extent_lookup;
+		else
+			pr->ok = pr->c.decrypt > 0;
+		printf("trace probe: %s (%s): %s; %s; want %s: %s\n", pr->what, pr->path,
+		       pr->err ? lab_errname(pr->err) : "read", lab_trace_str(str, sizeof(str), &pr->c),
+		       pr->want, pr->ok ? "yes" : "NO");
+		CHECK(pr->ok || pr->c.lost, "trace probe: reading %s (%s) did not show %s",
+		      pr->path, pr->what, pr->want);
+	}
+	free(buf);
+	lab_remove_key(mnt, id, NULL);
+	lab_remove_key(mnt, id2, NULL);
+	if (lab_umount(mnt))
+		lab_die("umount after the trace probe: %s", strerror(errno));
+}
+
+static void trace_text(struct text *tp)
+{
+	struct text t = *tp;
+	size_t i;
+
+	text_add(&t, "feature\tfile\tresult\tdecrypt_events\tblocks_decrypted\textent_lookups\textent_keys\tkey_derivations\tkey_setups\tevents_lost\treached\n");
+	for (i = 0; i < NPROBES; i++) {
+		const struct probe *pr = &probes[i];
+
+		if (!pr->done)
+			continue;
+		text_add(&t, "%s\t%s\t%s\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%s\n", pr->what,
+			 pr->path, pr->err ? lab_errname(pr->err) : "read", pr->c.decrypt,
+			 pr->c.blocks_decrypted, pr->c.extent_lookup, pr->c.extent_keys,
+			 pr->c.derive_key, pr->c.setup_info, pr->c.lost,
+			 pr->ok ? "yes" : "no");
+	}
 	*tp = t;
 }
 
@@ -2533,6 +3272,22 @@ static void write_summary(double secs)
 		write_file(path, st.images_tsv.buf, st.images_tsv.len);
 		PATHF(path, "%s/bugs.tsv", out_dir);
 		write_file(path, st.bug_list.buf, st.bug_list.len);
+	}
+	t.len = 0;
+	t.buf[0] = '\0';
+	seed_text(&t);
+	printf("\n== the seed image by subvolume (seed.tsv; inode and extent contexts by master key)\n%s", t.buf);
+	if (out_dir) {
+		PATHF(path, "%s/seed.tsv", out_dir);
+		write_file(path, t.buf, t.len);
+	}
+	t.len = 0;
+	t.buf[0] = '\0';
+	trace_text(&t);
+	printf("\n== the trace probe of the seed's features (trace.tsv)\n%s", t.buf);
+	if (out_dir) {
+		PATHF(path, "%s/trace.tsv", out_dir);
+		write_file(path, t.buf, t.len);
 	}
 	if (st.bug_list.len)
 		printf("\n== bugs (image, what)\n%s", st.bug_list.buf);
@@ -2750,6 +3505,9 @@ int main(void)
 		if (verify("after the unmutated walk"))
 			lab_die("a read-only mount of the pristine image changed %s", dev);
 	}
+	trace_probe();
+	if (verify("after the trace probe"))
+		lab_die("a read-only mount of the pristine image changed %s", dev);
 
 	/* 4. the mutated images */
 	st.stopped_at = -1;

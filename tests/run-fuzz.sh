@@ -14,13 +14,18 @@
 #
 #   figures.tsv      the figures the reliability summary table takes
 #                    (images, mounted, clean_results, clean_errors,
-#                    control_failures, bugs, splats, duration_s)
+#                    control_failures, bugs, splats, duration_s; then
+#                    trace_probes and trace_probes_reached, and the
+#                    mutations in issue #36's subvolumes rkf, rkp, pik, up)
 #   summary.md       the table (images tried / mounted / clean errors / bugs /
 #                    splats, duration), the boots, errnos, bugs (each splat
 #                    with whether the series changes the file it points at);
 #                    also printed
 #   fuzz/            the run's totals: summary.tsv, errnos.tsv, images.tsv
-#                    (one line per image), bugs.tsv; fuzz-<n>/ each boot's
+#                    (one line per image), bugs.tsv; seed.tsv (what each
+#                    subvolume of the pristine image holds) and trace.tsv
+#                    (the trace probe of the seed's features), the first
+#                    boot's; fuzz-<n>/ each boot's
 #   bug-<k>/         per bug: mutations, mutated leaves, kernel log, seed
 #                    and index (from the console if the guest died in image k)
 #   pristine.img     the pristine image the first boot made (a sparse raw
@@ -311,6 +316,21 @@ awk -F'\t' 'FNR == 1 { if (!h) print; h = 1; next }
 	"$out"/fuzz-*/errnos.tsv >"$out/fuzz/errnos.tsv" 2>/dev/null
 awk 'FNR == 1 && NR > 1 { next } { print }' "$out"/fuzz-*/images.tsv >"$out/fuzz/images.tsv" 2>/dev/null
 cat "$out"/fuzz-*/bugs.tsv >"$out/fuzz/bugs.tsv" 2>/dev/null
+# the seed's census and trace probe: the same pristine image in every boot,
+# so the first boot's that has them
+rm -f "$out/fuzz/seed.tsv" "$out/fuzz/trace.tsv"
+for f in seed.tsv trace.tsv; do
+	for b in "$out"/fuzz-*/"$f"; do
+		[ -s "$b" ] && cp "$b" "$out/fuzz/$f" && break
+	done
+done
+# a TSV file with a header line as a markdown table
+tsv_md() {
+	[ -s "$1" ] || { echo "(not written: the fuzzer did not get to its end)"; return; }
+	head -n 1 "$1" | sed 's/\t/ | /g; s/^/| /; s/$/ |/'
+	head -n 1 "$1" | sed 's/[^\t]*/---/g; s/\t/|/g; s/^/|/; s/$/|/'
+	tail -n +2 "$1" | sed 's/\t/ | /g; s/^/| /; s/$/ |/'
+}
 get() { sed -n "s/^$1\t//p" "$out/fuzz/summary.tsv" 2>/dev/null | head -n 1; }
 num() { local v; v=$(get "$1"); echo "${v:-0}"; }
 [ "$(num bugs)" = 0 ] || ok=0
@@ -321,6 +341,13 @@ num() { local v; v=$(get "$1"); echo "${v:-0}"; }
 	printf 'control_failures\t%s\nbugs\t%s\nsplats\t%s\nduration_s\t%s\n' \
 		"$(( $(num control_failures) + $(num control_after_rw_failures) + $(num sv_control_failures) ))" \
 		"$(num bugs)" "$nsplats" "${wall_s:-}"
+	# issue #36: the seed's features reached (trace probe), and mutated
+	printf 'trace_probes\t%s\ntrace_probes_reached\t%s\n' \
+		"$(tail -n +2 "$out/fuzz/trace.tsv" 2>/dev/null | grep -c .)" \
+		"$(awk -F'\t' 'NR > 1 && $NF == "yes"' "$out/fuzz/trace.tsv" 2>/dev/null | grep -c .)"
+	for p in rkf rkp pik up; do
+		printf 'mutations_%s\t%s\n' "$p" "$(num "part_${p}_mutations")"
+	done
 } >"$out/figures.tsv"
 
 # ---- the report ----------------------------------------------------------------
@@ -353,6 +380,24 @@ rwtext="one mount in $rw_every read-write"
 	echo "Images whose errors came without a warning-level kernel line: $(num errors_without_warning_log_line) ($(get errors_without_warning_log_line_images))."
 	echo
 	echo "Mutations: $(num mutations) in all; by kind: $(sed -n 's/^mutations_\(.*\)\t\(.*\)/\1 \2/p' "$out/fuzz/summary.tsv" | paste -sd, - | sed 's/,/, /g')."
+	echo
+	echo "## The seed image, and what reached it"
+	echo
+	echo "What each subvolume of the pristine image holds (the census of its live leaves; contexts by master key: key 1, key 2, other: the test key under test_dummy_encryption):"
+	echo
+	tsv_md "$out/fuzz/seed.tsv"
+	echo
+	echo "The trace probe: one file of each feature read alone with the fscrypt tracepoints counted (reached: what the feature is for was seen):"
+	echo
+	tsv_md "$out/fuzz/trace.tsv"
+	echo
+	echo "By subvolume: the mutations, the images with one there, of those the images whose results there differed from the reference, and those whose kernel log has the tree-checker's \"corrupt leaf\" line naming a leaf of it that the image changed:"
+	echo
+	echo "| subvolume | mutations | images | results differing | tree-checker named the leaf |"
+	echo "|---|---|---|---|---|"
+	sed -n 's/^part_\(.*\)_mutations\t.*/\1/p' "$out/fuzz/summary.tsv" | while read -r p; do
+		echo "| $p | $(num "part_${p}_mutations") | $(num "part_${p}_images") | $(num "part_${p}_images_differing") | $(num "part_${p}_images_tree_checker") |"
+	done
 	echo
 	echo "## Clean errors by errno"
 	echo
