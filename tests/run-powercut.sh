@@ -50,7 +50,10 @@
 #
 # Writes to the output directory: figures.tsv (cuts, boots,
 # fsynced_records, fsynced_bytes_checked, bytes_lost, check_runs,
-# check_errors, splats, duration_s), summary.md, cuts.tsv (one line per
+# check_errors, splats, duration_s; compressed_files and two_key_files,
+# summed over the verifies: files with compressed extents, files with
+# extents of two master keys; cross_key_clones and clones, durable at the
+# last verify), summary.md, cuts.tsv (one line per
 # cut), boot-NNN/ (console.log, QEMU's command line and output); prints a
 # progress line per cut.
 #
@@ -240,6 +243,10 @@ declare -a kill_ms boot_start to_working
 cuts_done=0 boots=0 records=0 bytes_checked=0 bytes_lost=0 bytes_wrong=0
 check_runs=0 check_errors=0 splats=0 errors=0 work_errors=0 replays=0
 bytes_extent=0 bytes_inode=0 renames_both=0
+# what the workloads' additions of issue #36 reached, per verify: live files
+# with compressed extents, files holding extents of a second key (kx's, or
+# both rekey keys), durable clones (across keys)
+comp_files=0 comp_max=0 xkey_files=0 xkey_max=0 xclones=0 clones=0
 fail='' skip='' budget_stop=''
 printf 'cut\tto_working_s\tkill_s\tcycle_s\tlog_replay\tcommitted\tinflight\tbytes_checked\tbytes_extent\tbytes_inode\tbytes_lost\tbytes_wrong\terrors\tcheck_errors\tresult\n' >"$out/cuts.tsv"
 
@@ -335,6 +342,13 @@ for ((n = 1; n <= cuts + 1; n++)); do
 		check_errors=$((check_errors + $(num check_errors)))
 		replays=$((replays + $(num log_replay)))
 		renames_both=$((renames_both + $(num renames_both)))
+		comp_files=$((comp_files + $(num compressed_files)))
+		[ "$(num compressed_files)" -gt "$comp_max" ] && comp_max=$(num compressed_files)
+		k=$(( $(num xkey_files) + $(num two_key_files) ))
+		xkey_files=$((xkey_files + k))
+		[ "$k" -gt "$xkey_max" ] && xkey_max=$k
+		xclones=$(num xclones)
+		clones=$(num clones)
 		cycle=$(( boot_start[n] - boot_start[c] ))
 		check="check clean"
 		[ "$(num check_errors)" = 0 ] || check="check: $(num check_errors) error(s)"
@@ -383,6 +397,10 @@ duration=$((SECONDS - start))
 	printf 'check_errors\t%s\n' "$check_errors"
 	printf 'splats\t%s\n' "$splats"
 	printf 'duration_s\t%s\n' "$duration"
+	printf 'compressed_files\t%s\n' "$comp_files"
+	printf 'two_key_files\t%s\n' "$xkey_files"
+	printf 'cross_key_clones\t%s\n' "$xclones"
+	printf 'clones\t%s\n' "$clones"
 } >"$out/figures.tsv"
 
 if [ -n "$skip" ]; then
@@ -419,6 +437,10 @@ selfnote=
 	echo "- fsynced bytes checked: summed over the verifies; each verify compares every byte of every file and snapshot file the log describes (per-extent-key files $bytes_extent, per-inode-key files $bytes_inode)."
 	echo "- bytes found wrong beyond a file's fsynced size: $bytes_wrong; other verifier errors (names, sizes, modes, snapshots, plaintext names without the key): $errors; error lines of the workload: $work_errors."
 	echo "- cuts whose mount replayed a tree log: $replays of $cuts_done."
+	case $(basename "$bin") in
+	*rekey*) echo "- what the verifies met (issue #36): writer files with compressed extents (FIEMAP; compress=zstd, compressible data), summed over the verifies $comp_files (at most $comp_max at one cut); writer files with extents of both keys (written before and after a rekey, or given by a clone), summed $xkey_files (at most $xkey_max); clones durable at the last verify: $clones." ;;
+	*) echo "- what the verifies met (issue #36): live files with compressed extents (FIEMAP; compress=zstd, compressible data), summed over the verifies $comp_files (at most $comp_max at one cut); live files holding extents of the second key (kx's, by clones from kx/src across keys), summed $xkey_files (at most $xkey_max); clones from kx/src durable at the last verify: $xclones." ;;
+	esac
 	echo "- files found under both their old and new name after a rename between the two directories was in flight (allowed: btrfs logs each directory at its own fsync; see the guest program's header): $renames_both."
 	echo "- per cut (one boot: verify of the previous cut, then the workload until the kill): $per_cut s on average; cuts.tsv has each cut."
 	if [ -n "$fail" ]; then

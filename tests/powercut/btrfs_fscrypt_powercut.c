@@ -30,14 +30,19 @@
  *
  * The filesystem: the top level holds a subvolume sv and a directory snaps;
  * sv/enc is encrypted (v2 policy, one master key) with two subdirectories a
- * and b.  Three writer processes own three files each, named
+ * and b.  A subvolume kx has the policy of a second master key (key 2) on
+ * its top directory and holds kx/src, 256 KiB of data that compresses,
+ * written at mkfs and never changed: the source of the clones across keys.  Three writer processes own three files each, named
  * pc-<run>-<id>-<generation> in a or b, and a coordinator does what is not
  * one writer's.  A writer does, at random:
  *   - a batch of 1 to 4 writes (1 byte to 4 blocks + 512 bytes, at random
  *     offsets, aligned or not, some extending the file) to one of its files,
  *     then fsync, or fdatasync one time in four;
  *   - a FICLONERANGE of 1 to 8 blocks between two of its per-extent files
- *     (or within one), then fsync of the destination;
+ *     (or within one), or, one time in three, from kx/src, a file of
+ *     another master key, into one of them (so that files of sv/enc's key
+ *     hold extents of key 2 too: a reflink across keys, from compressed
+ *     extents), then fsync of the destination;
  *   - a rename into a or b (fsync of both directories);
  *   - an unlink (fsync of the directory) and later a create (initial
  *     content, fsync of the file and the directory).
@@ -110,7 +115,10 @@
  * before the new workload starts.  After that the model is exact again.
  *
  * Counted: bytes checked (the model's size of every file and snapshot
- * file, per key mode) and lost, bytes found wrong beyond the model's size,
+ * file, per key mode, and kx/src) and lost, bytes found wrong beyond the
+ * model's size, live files with compressed extents (FIEMAP), durable clones
+ * from kx/src and live files holding extents of key 2 (their extent
+ * contexts, TREE_SEARCH),
  * other errors (missing or extra names, wrong size, not encrypted, wrong
  * mode, a plaintext name visible without the key), and the errors of
  * `btrfs check`.  The verifier's last line, "powercut-verify: key=value
@@ -179,7 +187,14 @@
 #define PC_PROGRESS_MS		2000
 #define PC_REC_MAGIC		0x31524350u	/* "PCR1" */
 #define PC_HDR_MAGIC		0x31484350u	/* "PCH1" */
-#define PC_HDR_VERSION		1
+#define PC_HDR_VERSION		2		/* 2: the second key and kx/src */
+/*
+ * The clone source of another master key: subvolume kx (policy of key 2 on
+ * its top directory), file kx/src of PC_XSRC_LEN compressible bytes made
+ * at mkfs and never changed; a clone record names it as file2 PC_XSRC.
+ */
+#define PC_XSRC			(PC_MAX_FILES - 1)
+#define PC_XSRC_LEN		(256u * 1024)
 
 enum pc_op {
 	PC_OP_WRITE = 1,	/* file, pieces (off, len, content seed) */
@@ -249,6 +264,9 @@ struct pc_hdr {
 	PCUT_HDR_HEAD;		/* magic PC_HDR_MAGIC */
 	uint8_t key[LAB_MASTER_KEY_SIZE];
 	uint8_t key_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	uint8_t key2[LAB_MASTER_KEY_SIZE];	/* kx's key */
+	uint8_t key2_id[FSCRYPT_KEY_IDENTIFIER_SIZE];
+	uint32_t xsrc_seed;			/* kx/src's contents: pc_fill() */
 };
 
 _Static_assert(sizeof(struct pc_rec) <= PCUT_SECTOR, "a record must fit a sector");
@@ -259,6 +277,7 @@ static struct pcut_log plog = PCUT_LOG_INIT(PC_HDR_MAGIC, PC_HDR_VERSION, PC_REC
 
 static const char *dev, *dev2, *mnt;
 static char sv_path[PATH_MAX], enc_path[PATH_MAX], snaps_path[PATH_MAX];
+static char kx_path[PATH_MAX], xsrc_path[PATH_MAX];
 static char dir_path[PC_DIRS][PATH_MAX];
 /*
  * test_dummy_encryption (the "encrypt" configuration, lab_dummy_encryption()):
@@ -303,6 +322,8 @@ static void pc_paths(void)
 	PATHF(sv_path, "%s/sv", mnt);
 	PATHF(enc_path, "%s/enc", sv_path);
 	PATHF(snaps_path, "%s/snaps", mnt);
+	PATHF(kx_path, "%s/kx", mnt);
+	PATHF(xsrc_path, "%s/src", kx_path);
 	for (d = 0; d < PC_DIRS; d++)
 		PATHF(dir_path[d], "%s/%c", enc_path, 'a' + d);
 }
@@ -352,11 +373,13 @@ struct pc_snap {
 };
 
 struct pc_model {
+	struct pc_file xsrc;		/* kx/src, of key 2: never changes */
 	struct pc_file *f[PC_MAX_FILES];
 	struct pc_snap *s[PC_MAX_SNAPS];
 	struct pcut_replay replay;	/* intents (struct pc_rec) and commits */
 	uint64_t bad;
 	uint64_t ops[PC_OP_MAX];
+	uint64_t xclones;		/* durable clones from kx/src (key 2) */
 	uint32_t next_id[PC_WRITERS], next_snap;
 };
 
@@ -391,7 +414,8 @@ static int pc_intent_ok(const struct pc_rec *r)
 	case PC_OP_CLONE:
 		return r->file2 < PC_MAX_FILES && r->npieces == 1 && r->p[0].len &&
 		       r->p[0].len <= PC_FMAX && r->p[0].off <= PC_FMAX - r->p[0].len &&
-		       r->p[0].arg <= PC_FMAX - r->p[0].len;
+		       r->p[0].arg <= PC_FMAX - r->p[0].len &&
+		       (r->file2 != PC_XSRC || r->p[0].arg <= PC_XSRC_LEN - r->p[0].len);
 	case PC_OP_CREATE:
 		return r->size <= PC_FMAX;
 	default:
@@ -487,11 +511,12 @@ static void pc_apply(struct pc_model *md, const struct pc_rec *r,
 		break;
 	case PC_OP_CLONE:
 		f = pc_live(md, r->file);
-		src = pc_live(md, r->file2);
+		src = r->file2 == PC_XSRC ? &md->xsrc : pc_live(md, r->file2);
 		if (!f || !src)
 			return pc_bad(md, r, "clone between files that do not exist");
 		memmove(f->m + r->p[0].off, src->m + r->p[0].arg, r->p[0].len);
 		pc_grow(f, r->p[0].off + r->p[0].len);
+		md->xclones += r->file2 == PC_XSRC;
 		break;
 	case PC_OP_CREATE:
 		f = pc_file_get(md, r->file);
@@ -608,6 +633,12 @@ static void pc_model_build(struct pc_model *md, const struct pc_log *log)
 	int w;
 
 	memset(md, 0, sizeof(*md));
+	md->xsrc.state = PC_LIVE;
+	md->xsrc.size = PC_XSRC_LEN;
+	md->xsrc.m = calloc(1, PC_FMAX);
+	if (!md->xsrc.m)
+		lab_die("out of memory");
+	pc_fill(md->xsrc.m, PC_XSRC_LEN, log->hdr.xsrc_seed);
 	for (w = 0; w < PC_WRITERS; w++)
 		md->next_id[w] = (uint32_t)w;
 	pcut_replay(&plog, log->r, log->scan.n, log->scan.end, &md->replay, &ops, md);
@@ -626,6 +657,7 @@ static void pc_model_free(struct pc_model *md)
 		pc_snap_free(md->s[i]);
 		free(md->s[i]);
 	}
+	free(md->xsrc.m);
 	pcut_replay_free(&md->replay);
 	memset(md, 0, sizeof(*md));
 }
@@ -636,8 +668,28 @@ struct pc_stats {
 	uint64_t checked, checked_mode[3], lost, wrong, errors;
 	uint64_t files, sfiles, inflight_seen, renames_both;
 	uint64_t compressed;	/* live files with a compressed extent */
+	uint64_t xkey_files, xkey_extents;	/* live files' extents of key 2 */
 	int control_done;
 };
+
+/* Count @path's file extent items whose context names key 2 (kx's). */
+static void pc_count_xkey(struct pc_stats *st, const char *path, const uint8_t *key2_id)
+{
+	struct lab_btrfs_file_extent *fe = NULL;
+	struct lab_fscrypt_extent_ctx c;
+	struct stat sb;
+	size_t n = 0, i, k = 0;
+
+	if (stat(path, &sb) || lab_btrfs_file_extents(path, sb.st_ino, &fe, &n))
+		return;
+	for (i = 0; i < n; i++)
+		k += fe[i].tail_len &&
+		     !lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &c) &&
+		     !memcmp(c.key_id, key2_id, FSCRYPT_KEY_IDENTIFIER_SIZE);
+	free(fe);
+	st->xkey_extents += k;
+	st->xkey_files += k > 0;
+}
 
 /* Has @path a compressed (FIEMAP: encoded) extent? */
 static int pc_has_compressed(const char *path)
@@ -705,7 +757,7 @@ static void pc_view_pending(struct pc_view *v, const struct pc_model *md,
 				v->max_size = end;
 		}
 	} else if (r->op == PC_OP_CLONE) {
-		src = md->f[r->file2];
+		src = r->file2 == PC_XSRC ? &md->xsrc : md->f[r->file2];
 		if (!src || src->state != PC_LIVE)
 			return;
 		v->cand[0].off = r->p[0].off;
@@ -892,7 +944,8 @@ static void pc_live_names(const struct pc_model *md, uint64_t run_id,
 	}
 }
 
-static void pc_check_live(struct pc_stats *st, struct pc_model *md, uint64_t run_id)
+static void pc_check_live(struct pc_stats *st, struct pc_model *md, uint64_t run_id,
+			  const uint8_t *key2_id)
 {
 	struct pc_names nm;
 	struct pc_file *f;
@@ -933,6 +986,7 @@ static void pc_check_live(struct pc_stats *st, struct pc_model *md, uint64_t run
 		pc_view_pending(&v, md, f);
 		pc_check_view(st, &v);
 		st->compressed += pc_has_compressed(v.path[0]);
+		pc_count_xkey(st, v.path[0], key2_id);
 		pc_view_free(&v);
 	}
 	for (d = 0; d < PC_DIRS; d++) {
@@ -1158,7 +1212,24 @@ static int pc_verify(int selfcheck)
 		if (lab_add_raw_key(mnt, log.hdr.key, sizeof(log.hdr.key), id) ||
 		    memcmp(id, log.hdr.key_id, sizeof(id)))
 			pc_err(&st, "adding the master key: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
-		pc_check_live(&st, &md, log.hdr.run_id);
+		if (lab_add_raw_key(mnt, log.hdr.key2, sizeof(log.hdr.key2), id) ||
+		    memcmp(id, log.hdr.key2_id, sizeof(id)))
+			pc_err(&st, "adding kx's master key: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+		pc_check_live(&st, &md, log.hdr.run_id, log.hdr.key2_id);
+		{
+			/* the clone source of key 2 never changes */
+			struct pc_view v;
+
+			memset(&v, 0, sizeof(v));
+			snprintf(v.what, sizeof(v.what), "kx/src (key 2)");
+			PATHF(v.path[0], "%s", xsrc_path);
+			v.npaths = 1;
+			v.check_content = 1;
+			v.mode = PC_MODE_EXTENT;
+			v.size = v.max_size = PC_XSRC_LEN;
+			v.m = md.xsrc.m;
+			pc_check_view(&st, &v);
+		}
 		pc_check_snaps(&st, &md, log.hdr.run_id);
 		for (n = 0; n < PC_MAX_SNAPS; n++)
 			nsnaps += md.s[n] && md.s[n]->state == PC_LIVE;
@@ -1170,13 +1241,15 @@ static int pc_verify(int selfcheck)
 		if (lab_umount(mnt))
 			pc_err(&st, "umount %s: " LAB_ERR_FMT, mnt, LAB_ERR_ARGS(errno));
 	}
-	printf("powercut: %llu of %llu live files have compressed extents\n",
-	       (unsigned long long)st.compressed, (unsigned long long)st.files);
+	printf("powercut: %llu of %llu live files have compressed extents; %llu hold %llu extents of kx's key (key 2) from %llu durable clones of kx/src\n",
+	       (unsigned long long)st.compressed, (unsigned long long)st.files,
+	       (unsigned long long)st.xkey_files, (unsigned long long)st.xkey_extents,
+	       (unsigned long long)md.xclones);
 	check_errors = lab_btrfs_check_errors(dev);
 	check_runs = 1;
 	printf("powercut: btrfs check --readonly: %s\n",
 	       check_errors ? "ERRORS (output above)" : "clean");
-	pcut_host_line("powercut-verify: epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu snapshots=%u snapshot_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=%llu log_replay=%d check_runs=%d check_errors=%d result=%s",
+	pcut_host_line("powercut-verify: epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu snapshots=%u snapshot_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=%llu compressed_files=%llu xclones=%llu xkey_files=%llu log_replay=%d check_runs=%d check_errors=%d result=%s",
 		       md.replay.epochs, log.scan.n, (unsigned long long)md.replay.committed,
 		       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
 		       (unsigned long long)log.scan.holes, (unsigned long long)st.files, nsnaps,
@@ -1185,6 +1258,8 @@ static int pc_verify(int selfcheck)
 		       (unsigned long long)st.checked_mode[PC_MODE_INODE],
 		       (unsigned long long)st.lost, (unsigned long long)st.wrong,
 		       (unsigned long long)st.errors, (unsigned long long)st.renames_both,
+		       (unsigned long long)st.compressed, (unsigned long long)md.xclones,
+		       (unsigned long long)st.xkey_files,
 		       lr > 0, check_runs, check_errors,
 		       st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS");
 	return st.lost || st.wrong || st.errors || check_errors ? LAB_FAIL : LAB_PASS;
@@ -1195,14 +1270,14 @@ static int pc_verify(int selfcheck)
 enum pc_counter {
 	C_WRITES, C_FSYNCS, C_DATASYNCS, C_CLONES, C_RENAMES, C_CREATES,
 	C_UNLINKS, C_ENOKEY, C_SNAPS, C_SNAPDELS, C_KEYCYCLES, C_BUSY,
-	C_REMOUNTS, C_SYNCS, C_DROPS, C_SNAP_REFUSED, C_MAX
+	C_REMOUNTS, C_SYNCS, C_DROPS, C_SNAP_REFUSED, C_XCLONES, C_MAX
 };
 
 static const char *const pc_counter_name[C_MAX] = {
 	"writes", "fsyncs", "fdatasyncs", "clones", "renames", "creates",
 	"unlinks", "enokey", "snapshots", "snapshot_deletes", "key_cycles",
 	"files_busy", "remounts", "syncfs", "drop_caches",
-	"snapshots_refused",
+	"snapshots_refused", "xkey_clones",
 };
 
 struct pc_shared {
@@ -1226,6 +1301,8 @@ struct pc_writer {
 
 static struct pc_shared *sh;
 static struct pc_writer wr[PC_WRITERS];
+/* kx/src, open read-only for the writers' clones from key 2 */
+static struct pc_wfile xsrc_wf = { .id = PC_XSRC, .size = PC_XSRC_LEN, .fd = -1 };
 static struct pc_hdr hdr;
 static uint32_t epoch;
 static int dfd[PC_DIRS] = { -1, -1 }, snaps_fd = -1, sv_fd = -1, mnt_fd = -1;
@@ -1358,7 +1435,7 @@ static int pc_do_clone(struct pc_wfile *dst, const struct pc_wfile *src,
 			 LAB_ERR_ARGS(errno));
 	if (end > dst->size)
 		dst->size = end;
-	pc_count(C_CLONES);
+	pc_count(src->id == PC_XSRC ? C_XCLONES : C_CLONES);
 	return 0;
 }
 
@@ -1582,7 +1659,11 @@ static void pc_op_write(int w, struct pc_wfile *f)
 	pc_commit(&r, 0, 0);
 }
 
-/* A clone between (or within) per-extent files; 0 if none fits now. */
+/*
+ * A clone between (or within) per-extent files, or, one time in three, from
+ * kx/src, a file of another master key (key 2: the destination then holds
+ * extents of both keys); 0 if none fits now.
+ */
 static int pc_op_clone(int w, struct pc_writer *wc)
 {
 	struct pc_wfile *ext[PC_PER_WRITER + 1], *s, *d;
@@ -1597,6 +1678,8 @@ static int pc_op_clone(int w, struct pc_writer *wc)
 		return 0;
 	s = ext[pcut_rnd((uint32_t)n)];
 	d = ext[pcut_rnd((uint32_t)n)];
+	if (xsrc_wf.fd >= 0 && pcut_rnd(3) == 0)
+		s = &xsrc_wf;
 	nblk = 1 + pcut_rnd(8);
 	sb = s->size / PC_BLK;
 	db = d->size / PC_BLK;
@@ -1875,6 +1958,8 @@ static void pc_mkfs(uint32_t seed)
 		lab_skip("%s", why);
 	pcut_log_hdr_init(&plog, &hdr, seed);
 	lab_random(hdr.key, sizeof(hdr.key));
+	lab_random(hdr.key2, sizeof(hdr.key2));
+	hdr.xsrc_seed = seed ^ 0x78737263u;
 	lab_fscrypt_fs_setup(&fs, dev, mnt,
 			     access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) == 0 ?
 			     "compress=zstd" : NULL,
@@ -1895,6 +1980,18 @@ static void pc_mkfs(uint32_t seed)
 	for (d = 0; d < PC_DIRS; d++)
 		if (mkdir(dir_path[d], 0755))
 			lab_die("mkdir %s: " LAB_ERR_FMT, dir_path[d], LAB_ERR_ARGS(errno));
+	/* kx: key 2's policy on its top directory, and the clone source */
+	pc_subvol_create("kx");
+	{
+		static unsigned char buf[PC_XSRC_LEN];
+
+		pc_fill(buf, PC_XSRC_LEN, hdr.xsrc_seed);
+		if (lab_add_raw_key(mnt, hdr.key2, sizeof(hdr.key2), hdr.key2_id) ||
+		    lab_set_policy(kx_path, hdr.key2_id) ||
+		    write_file(xsrc_path, buf, PC_XSRC_LEN) || fsync_path(xsrc_path))
+			lab_die("key 2's policy on %s and %s: " LAB_ERR_FMT, kx_path, xsrc_path,
+				LAB_ERR_ARGS(errno));
+	}
 	if (syncfs(mnt_fd))
 		lab_die("syncfs: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 	if (pcut_log_put(&plog, 0, &hdr, sizeof(hdr)))
@@ -1920,6 +2017,9 @@ static void pc_mount_again(const struct pc_log *log)
 	if (lab_add_raw_key(mnt, hdr.key, sizeof(hdr.key), id) ||
 	    memcmp(id, hdr.key_id, sizeof(id)))
 		lab_die("adding the master key: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
+	if (lab_add_raw_key(mnt, hdr.key2, sizeof(hdr.key2), id) ||
+	    memcmp(id, hdr.key2_id, sizeof(id)))
+		lab_die("adding kx's master key: " LAB_ERR_FMT, LAB_ERR_ARGS(errno));
 	mnt_fd = pc_open_dir(mnt);
 }
 
@@ -1995,7 +2095,7 @@ static void pc_redo(const struct pc_model *md)
 			pc_do_write(f, r);
 			break;
 		case PC_OP_CLONE:
-			src = pc_wfile_of(wc, r->file2);
+			src = r->file2 == PC_XSRC ? &xsrc_wf : pc_wfile_of(wc, r->file2);
 			if (!f || !src)
 				lab_die("redo: clone between files %u and %u that are not there",
 					r->file2, r->file);
@@ -2074,6 +2174,9 @@ static int pc_work(uint32_t seed, uint32_t cut, int first)
 		dfd[d] = pc_open_dir(dir_path[d]);
 	snaps_fd = pc_open_dir(snaps_path);
 	sv_fd = pc_open_dir(sv_path);
+	xsrc_wf.fd = open(xsrc_path, O_RDONLY | O_CLOEXEC);
+	if (xsrc_wf.fd < 0)
+		lab_die("open %s: " LAB_ERR_FMT, xsrc_path, LAB_ERR_ARGS(errno));
 	memset(&er, 0, sizeof(er));
 	er.type = PCUT_T_EPOCH;
 	er.size = cur_mode;

@@ -46,8 +46,16 @@
  * 6 live files; fsync of the file and of its directory), a write batch of 1
  * to 3 appends or overwrites (1 byte to 16 KiB, some block-aligned) then
  * fsync, or fdatasync one time in four, or an unlink (fsync of the
- * directory); every file is opened for the operation and closed after it,
- * so no fd is left open; (b) the rekey of sv to the other key
+ * directory); then a FICLONERANGE of 1 to 4 whole blocks from a writer
+ * file into one (or another part of the same), then fsync (after rekeys,
+ * files hold extents of both keys: a clone gives a file of the current
+ * key extents of the other, a reflink across keys; counted as
+ * clones_other_key when the source range has such an extent), if one
+ * fits; writer files hold data that
+ * compresses (rp_fill()) and the workload mounts with compress=zstd where
+ * the kernel compresses encrypted files; every file is opened for the
+ * operation and closed after it, so no fd is left open; (b) the rekey of
+ * sv to the other key
  * (BTRFS_IOC_FSCRYPT_REKEY on the top directory, named "sv", "to" being
  * sv/enc's policy with the other key), whose counts must be exactly what
  * the tree holds (31 dirs, every name, 124 symlinks, every file); EBUSY
@@ -71,8 +79,9 @@
  * content and size after its last committed operation; the key state is
  * Kx, the "to" of the last committed rekey (K1 before any).  An operation
  * with an intent and no commit is in flight:
- *   - a write: a byte it covers may be the model's or the write's; the size
- *     may be anything from the model's to the largest the write gives;
+ *   - a write (or a clone): a byte it covers may be the model's or the
+ *     write's (the source's); the size may be anything from the model's
+ *     to the largest the write gives;
  *   - a create: the file may be absent or have any content; an unlink: the
  *     file may be gone (if present, its content is checked);
  *   - a rekey from Kx to Ky: each inode may be under Kx or Ky, but each one
@@ -124,7 +133,9 @@
  * so that the model is exact again before the loop starts.
  *
  * Counted: bytes checked (writer files' and static files' model sizes) and
- * lost, bytes found wrong beyond a file's fsynced size, other errors, the
+ * lost, bytes found wrong beyond a file's fsynced size, writer files with
+ * compressed extents (FIEMAP) and with extents of both keys (their extent
+ * contexts, TREE_SEARCH), durable clones, other errors, the
  * errors of `btrfs check`; rekeys durable and in flight; inodes under the
  * old and the new key at the cut, the EPERM boundaries met, what the rerun
  * moved.  The verifier's last line, "powercut-verify: key=value ...", is
@@ -170,6 +181,7 @@
 #include <unistd.h>
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 
 /* BTRFS_IOC_FSCRYPT_REKEY's argument (tests/lib/btrfs_rekey.h) */
@@ -197,7 +209,7 @@ typedef struct btrfs_ioctl_fscrypt_rekey_args rp_rekey_args;
 #define RP_BUSY_TRIES		50
 #define RP_REC_MAGIC		0x31524b52u	/* "RKR1" */
 #define RP_HDR_MAGIC		0x31484b52u	/* "RKH1" */
-#define RP_HDR_VERSION		1
+#define RP_HDR_VERSION		2		/* 2: clones, compressible writer data */
 #define RP_KEY_SEED1		0x52504b31u
 #define RP_KEY_SEED2		0x52504b32u
 /* the inode context, version 2 (fs/crypto: struct fscrypt_context_v2) */
@@ -228,11 +240,13 @@ enum rp_op {
 	RP_OP_WRITE,		/* file, pieces (off, len, content seed) */
 	RP_OP_UNLINK,		/* file, dir */
 	RP_OP_REKEY,		/* from, to (1 or 2); commit: the counts */
+	RP_OP_CLONE,		/* file, dir (destination) <- file2, dir2; one piece:
+				 * destination offset, length, seed = source offset */
 	RP_OP_MAX
 };
 
 static const char *const rp_op_name[RP_OP_MAX] = {
-	"?", "create", "write", "unlink", "rekey",
+	"?", "create", "write", "unlink", "rekey", "clone",
 };
 
 #define RP_F_DATASYNC		1u	/* write batch: fdatasync, not fsync */
@@ -249,6 +263,7 @@ struct rp_rec {
 	uint32_t file, dir, size, seed;
 	uint32_t flags, npieces;
 	uint32_t from, to;	/* rekey: key numbers */
+	uint32_t file2, dir2;	/* clone: the source */
 	uint64_t nr[4];		/* commit of a rekey: dirs, names, symlinks, files */
 	struct rp_piece p[RP_MAX_PIECES];
 };
@@ -482,6 +497,25 @@ struct rp_model {
 };
 
 /* A log error (pcut_log_error()) about record @rec; also the replay's. */
+/*
+ * The contents of writer files (creates and writes): the seed's pattern
+ * made to compress (the second half of each 256 bytes zero, the first half
+ * letters of a 16-letter alphabet, so that btrfs's heuristic, which samples
+ * the start of every 256 bytes, takes it for compressible).  The workload
+ * mounts with compress=zstd where the kernel compresses encrypted files,
+ * so that cuts meet compressed encrypted extents written under either key;
+ * the verifier fills the same bytes.  The static tree keeps fill_pattern().
+ */
+static void rp_fill(void *buf, size_t len, uint32_t seed)
+{
+	unsigned char *b = buf;
+	size_t i;
+
+	fill_pattern(buf, len, seed);
+	for (i = 0; i < len; i++)
+		b[i] = i % 256 < 128 ? (unsigned char)('a' + (b[i] & 15)) : 0;
+}
+
 static void rp_bad(void *model, const void *rec, const char *why)
 {
 	struct rp_model *md = model;
@@ -511,6 +545,11 @@ static int rp_intent_ok(const struct rp_rec *r)
 			    r->p[i].off > RP_FMAX - r->p[i].len)
 				return 0;
 		return 1;
+	case RP_OP_CLONE:
+		return r->file2 < RP_MAX_IDS && r->dir2 < RP_DIRS && r->npieces == 1 &&
+		       r->p[0].len && r->p[0].len <= RP_FMAX &&
+		       r->p[0].off <= RP_FMAX - r->p[0].len &&
+		       r->p[0].seed <= RP_FMAX - r->p[0].len;
 	default:
 		return 1;
 	}
@@ -548,14 +587,26 @@ static void rp_apply(struct rp_model *md, const struct rp_rec *r)
 		f->m = calloc(1, RP_FMAX);
 		if (!f->m)
 			lab_die("out of memory");
-		fill_pattern(f->m, r->size, r->seed);
+		rp_fill(f->m, r->size, r->seed);
 		break;
+	case RP_OP_CLONE: {
+		const struct rp_file *src = rp_live(md, r->file2);
+
+		f = rp_live(md, r->file);
+		if (!f || !src)
+			return rp_bad(md, r, "clone between files that do not exist");
+		memmove(f->m + r->p[0].off, src->m + r->p[0].seed, r->p[0].len);
+		end = r->p[0].off + r->p[0].len;
+		if (end > f->size)
+			f->size = end;
+		break;
+	}
 	case RP_OP_WRITE:
 		f = rp_live(md, r->file);
 		if (!f)
 			return rp_bad(md, r, "write to a file that does not exist");
 		for (i = 0; i < r->npieces; i++) {
-			fill_pattern(f->m + r->p[i].off, r->p[i].len, r->p[i].seed);
+			rp_fill(f->m + r->p[i].off, r->p[i].len, r->p[i].seed);
 			end = r->p[i].off + r->p[i].len;
 			if (end > f->size)
 				f->size = end;
@@ -780,6 +831,8 @@ static struct rp_want *rp_wants(const struct rp_model *md, int k, size_t *n)
 struct rp_stats {
 	uint64_t checked, checked_static, lost, wrong, errors;
 	uint64_t files, sfiles, eperm;
+	uint64_t two_keys;	/* writer files with extents of K1 and K2 */
+	uint64_t compressed;	/* writer files with compressed extents */
 	int control_done;
 };
 
@@ -1239,6 +1292,37 @@ static void rp_compare(struct rp_stats *st, struct rp_view *v, const char *path)
 	free(got);
 }
 
+/*
+ * The master keys of @path's extents (TREE_SEARCH of its file extent items)
+ * and whether it has compressed ones (FIEMAP): writer files with extents of
+ * both keys (written before and after a rekey, or given by a clone) and
+ * with compressed extents are counted.
+ */
+static void rp_count_keys(struct rp_stats *st, const char *path)
+{
+	struct lab_btrfs_file_extent *fe = NULL;
+	struct lab_fscrypt_extent_ctx c;
+	struct raw_extent *ext = NULL;
+	struct stat sb;
+	size_t n = 0, i;
+	int k[3] = { 0, 0, 0 }, comp = 0;
+
+	if (!stat(path, &sb) && !lab_btrfs_file_extents(path, sb.st_ino, &fe, &n)) {
+		for (i = 0; i < n; i++)
+			if (fe[i].tail_len &&
+			    !lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &c))
+				k[key_of(c.key_id)] = 1;
+		free(fe);
+	}
+	if (!raw_fiemap(path, &ext, &n)) {
+		for (i = 0; i < n; i++)
+			comp |= !!(ext[i].flags & FIEMAP_EXTENT_ENCODED);
+		free(ext);
+	}
+	st->two_keys += k[1] && k[2];
+	st->compressed += comp;
+}
+
 /* Writer file @id at @path against its model and its write in flight. */
 static void rp_check_wfile(struct rp_stats *st, struct rp_model *md, uint32_t id,
 			   const char *path)
@@ -1256,15 +1340,27 @@ static void rp_check_wfile(struct rp_stats *st, struct rp_model *md, uint32_t id
 		for (i = 0; i < p->npieces; i++) {
 			v.cand[v.ncand].off = p->p[i].off;
 			v.cand[v.ncand].len = p->p[i].len;
-			v.cand[v.ncand].data = lab_pattern(p->p[i].len, p->p[i].seed);
+			v.cand[v.ncand].data = lab_xmalloc(p->p[i].len);
+			rp_fill(v.cand[v.ncand].data, p->p[i].len, p->p[i].seed);
 			v.ncand++;
 			end = p->p[i].off + p->p[i].len;
 			if (end > v.max_size)
 				v.max_size = end;
 		}
+	} else if (p && p->op == RP_OP_CLONE && rp_live(md, p->file2)) {
+		v.cand[0].off = p->p[0].off;
+		v.cand[0].len = p->p[0].len;
+		v.cand[0].data = lab_xmalloc(p->p[0].len);
+		memcpy(v.cand[0].data, md->f[p->file2]->m + p->p[0].seed, p->p[0].len);
+		v.ncand = 1;
+		end = p->p[0].off + p->p[0].len;
+		if (end > v.max_size)
+			v.max_size = end;
 	}
 	st->files++;
 	rp_compare(st, &v, path);
+	if (!f->checked)
+		rp_count_keys(st, path);
 	for (i = 0; i < (uint32_t)v.ncand; i++)
 		free(v.cand[i].data);
 	f->checked = 1;
@@ -1764,7 +1860,7 @@ static int rp_verify(int selfcheck)
 			rp_err(&st, "control: no file had a byte to flip: nothing was compared");
 	}
 
-	pcut_host_line("powercut-verify: result=%s epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu static_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=0 bytes_static=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=0 log_replay=%d check_runs=%d check_errors=%d rekeys_committed=%llu rekeys_in_flight=%d under=K%d rekey_to=%s inodes_old=%llu inodes_new=%llu eperm=%llu rerun=%llu/%llu/%llu/%llu again_moves_nothing=%d",
+	pcut_host_line("powercut-verify: result=%s epochs=%u records=%zu committed=%llu aborted=%llu inflight=%llu holes=%llu files=%llu static_files=%llu bytes_checked=%llu bytes_extent=%llu bytes_inode=0 bytes_static=%llu bytes_lost=%llu bytes_wrong=%llu errors=%llu renames_both=0 log_replay=%d check_runs=%d check_errors=%d rekeys_committed=%llu rekeys_in_flight=%d under=K%d rekey_to=%s inodes_old=%llu inodes_new=%llu eperm=%llu rerun=%llu/%llu/%llu/%llu again_moves_nothing=%d clones=%llu compressed_files=%llu two_key_files=%llu",
 		       st.lost || st.wrong || st.errors || check_errors ? "FAIL" : "PASS",
 		       md.replay.epochs, log.scan.n, (unsigned long long)md.replay.committed,
 		       (unsigned long long)md.replay.aborted, (unsigned long long)md.replay.pending,
@@ -1777,7 +1873,9 @@ static int rp_verify(int selfcheck)
 		       ky ? (ky == 1 ? "K1" : "K2") : "-",
 		       (unsigned long long)(w1.dirs[kx] + w1.syms[kx] + w1.files[kx]),
 		       (unsigned long long)(ky ? w1.dirs[ky] + w1.syms[ky] + w1.files[ky] : 0),
-		       (unsigned long long)st.eperm, LAB_REKEY_COUNTS_ARGS(&rerun), idem);
+		       (unsigned long long)st.eperm, LAB_REKEY_COUNTS_ARGS(&rerun), idem,
+		       (unsigned long long)md.ops[RP_OP_CLONE],
+		       (unsigned long long)st.compressed, (unsigned long long)st.two_keys);
 	return st.lost || st.wrong || st.errors || check_errors ? LAB_FAIL : LAB_PASS;
 }
 
@@ -1785,12 +1883,12 @@ static int rp_verify(int selfcheck)
 
 enum rp_counter {
 	C_CREATES, C_WRITES, C_FSYNCS, C_DATASYNCS, C_UNLINKS, C_REKEYS, C_BUSY,
-	C_REKEY_MS, C_MAX
+	C_REKEY_MS, C_CLONES, C_XCLONES, C_MAX
 };
 
 static const char *const rp_counter_name[C_MAX] = {
 	"creates", "writes", "fsyncs", "fdatasyncs", "unlinks", "rekeys",
-	"rekey_ebusy_retries", "rekey_ms",
+	"rekey_ebusy_retries", "rekey_ms", "clones", "clones_other_key",
 };
 
 struct rp_wfile {
@@ -1879,7 +1977,7 @@ static void rp_do_create(const struct rp_rec *r, int redo)
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		rp_fatal("create %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
-	fill_pattern(buf, r->size, r->seed);
+	rp_fill(buf, r->size, r->seed);
 	if (write_all(fd, buf, r->size) || fsync(fd))
 		rp_fatal("write and fsync %u bytes to the new file %s: " LAB_ERR_FMT, r->size, path,
 			 LAB_ERR_ARGS(errno));
@@ -1901,7 +1999,7 @@ static void rp_do_write(const struct rp_rec *r, uint32_t dir)
 	if (fd < 0)
 		rp_fatal("open %s: " LAB_ERR_FMT, path, LAB_ERR_ARGS(errno));
 	for (i = 0; i < r->npieces; i++) {
-		fill_pattern(buf, r->p[i].len, r->p[i].seed);
+		rp_fill(buf, r->p[i].len, r->p[i].seed);
 		if (pwrite_all(fd, buf, r->p[i].len, r->p[i].off))
 			rp_fatal("pwrite %u bytes at %u of %s: " LAB_ERR_FMT, r->p[i].len,
 				 r->p[i].off, path, LAB_ERR_ARGS(errno));
@@ -1912,6 +2010,64 @@ static void rp_do_write(const struct rp_rec *r, uint32_t dir)
 			 path, LAB_ERR_ARGS(errno));
 	cnt[(r->flags & RP_F_DATASYNC) ? C_DATASYNCS : C_FSYNCS]++;
 	close(fd);
+}
+
+/*
+ * Does [@off, +@len) of @path hold an extent whose context names another
+ * key than K@key?  (TREE_SEARCH of its file extent items.)
+ */
+static int rp_range_other_key(const char *path, uint32_t off, uint32_t len, int key)
+{
+	struct lab_btrfs_file_extent *fe = NULL;
+	struct lab_fscrypt_extent_ctx c;
+	struct stat sb;
+	size_t n = 0, i;
+	int other = 0;
+
+	if (stat(path, &sb) || lab_btrfs_file_extents(path, sb.st_ino, &fe, &n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (fe[i].file_offset < (uint64_t)off + len &&
+		    fe[i].file_offset + fe[i].num_bytes > off && fe[i].tail_len &&
+		    !lab_fscrypt_extent_ctx_decode(fe[i].ctx, fe[i].tail_len, &c) &&
+		    key_of(c.key_id) != key)
+			other = 1;
+	free(fe);
+	return other;
+}
+
+/*
+ * FICLONERANGE of the clone @r, then fsync of the destination.  After a
+ * rekey the source's older extents are under the other key: the
+ * destination, whose context names the subvolume's key now, then holds
+ * them too (counted as clones_other_key).
+ */
+static void rp_do_clone(const struct rp_rec *r)
+{
+	char spath[PATH_MAX], dpath[PATH_MAX];
+	struct file_clone_range fcr;
+	int sfd, dfd;
+
+	rp_wpath(r->dir2, r->file2, spath, sizeof(spath));
+	rp_wpath(r->dir, r->file, dpath, sizeof(dpath));
+	sfd = open(spath, O_RDONLY | O_CLOEXEC);
+	dfd = open(dpath, O_RDWR | O_CLOEXEC);
+	if (sfd < 0 || dfd < 0)
+		rp_fatal("open %s and %s for a clone: " LAB_ERR_FMT, spath, dpath,
+			 LAB_ERR_ARGS(errno));
+	cnt[C_XCLONES] += rp_range_other_key(spath, r->p[0].seed, r->p[0].len, cur_key);
+	memset(&fcr, 0, sizeof(fcr));
+	fcr.src_fd = sfd;
+	fcr.src_offset = r->p[0].seed;
+	fcr.src_length = r->p[0].len;
+	fcr.dest_offset = r->p[0].off;
+	if (ioctl(dfd, FICLONERANGE, &fcr) || fsync(dfd))
+		rp_fatal("FICLONERANGE of %u bytes at %u of %s to %u of %s, and fsync: " LAB_ERR_FMT,
+			 r->p[0].len, r->p[0].seed, spath, r->p[0].off, dpath, LAB_ERR_ARGS(errno));
+	close(sfd);
+	close(dfd);
+	cnt[C_CLONES]++;
+	cnt[C_FSYNCS]++;
 }
 
 static void rp_do_unlink(const struct rp_rec *r, int redo)
@@ -2006,6 +2162,34 @@ static void rp_op_write(struct rp_wfile *f)
 	f->size = size;
 }
 
+/* 1 to 4 whole blocks of writer file @s into writer file @d (not overlapping); 0 if none fit. */
+static int rp_op_clone(struct rp_wfile *d, struct rp_wfile *s)
+{
+	uint32_t nblk = 1 + pcut_rnd(4), sb = s->size / 4096, db = d->size / 4096, so, dof;
+	struct rp_rec r;
+
+	if (sb < nblk || db < nblk)
+		return 0;
+	so = pcut_rnd(sb - nblk + 1);
+	dof = pcut_rnd(db - nblk + 1);
+	if (s == d && so < dof + nblk && dof < so + nblk)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.op = RP_OP_CLONE;
+	r.file = d->id;
+	r.dir = d->dir;
+	r.file2 = s->id;
+	r.dir2 = s->dir;
+	r.npieces = 1;
+	r.p[0].off = dof * 4096;
+	r.p[0].len = nblk * 4096;
+	r.p[0].seed = so * 4096;
+	rp_intent(&r);
+	rp_do_clone(&r);
+	rp_commit(&r, NULL);
+	return 1;
+}
+
 static void rp_op_unlink(struct rp_wfile *f)
 {
 	struct rp_rec r;
@@ -2080,6 +2264,12 @@ static LAB_NORETURN void rp_loop(void)
 			else
 				rp_op_write(f);
 		}
+		/*
+		 * a clone between writer files (if one fits): after a rekey,
+		 * older extents of the other key go into a file of this one
+		 */
+		if (nwf)
+			rp_op_clone(&wf[pcut_rnd((uint32_t)nwf)], &wf[pcut_rnd((uint32_t)nwf)]);
 		/* (b) no fd open in sv: the rekey to the other key */
 		rp_op_rekey();
 		if (lab_now_ms() >= next) {
@@ -2116,7 +2306,9 @@ static void rp_probe_rekey(void)
  * end, so without periodic commits a cut would nearly always find the whole
  * rekey lost, and the verifier would rarely see a tree half moved.
  */
-#define RP_WORK_OPTS "commit=1"
+/* compress=zstd where the kernel compresses encrypted files (rp_fill()) */
+#define RP_WORK_OPTS (access(LAB_BTRFS_ENCRYPT_COMPRESS_FEATURE, F_OK) ? \
+		      "commit=1" : "commit=1,compress=zstd")
 
 /* First boot: mkfs, sv, sv/enc with the policy of K1, the static tree, the header. */
 static void rp_mkfs(uint32_t seed)
@@ -2221,6 +2413,16 @@ static void rp_redo(const struct rp_model *md)
 		for (i = 0; i < nwf; i++)
 			if (wf[i].id == r->file)
 				wf[i] = wf[--nwf];
+		break;
+	case RP_OP_CLONE:
+		for (i = 0; i < nwf && wf[i].id != r->file; i++)
+			;
+		if (i == nwf || !rp_live(md, r->file2))
+			lab_die("redo: clone between files %u and %u that are not there",
+				r->file2, r->file);
+		rp_do_clone(r);
+		if (r->p[0].off + r->p[0].len > wf[i].size)
+			wf[i].size = r->p[0].off + r->p[0].len;
 		break;
 	case RP_OP_REKEY:
 		rp_do_rekey(r, NULL, &a);
