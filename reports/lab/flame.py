@@ -349,6 +349,7 @@ PREMIUM_CATEGORIES = [
      r"fscrypt_crypt_extent_run|fscrypt_get_key_slot|fscrypt_put_key_slot|"
      r"fscrypt_find_key_slot|fscrypt_get_key_pool|"
      r"fscrypt_generate_extent_iv|btrfs_decrypt_read_range|"
+     r"fscrypt_decrypt_extent_blocks|__fscrypt_crypt_units|"
      r"btrfs_fscrypt_read_bio_set|btrfs_fscrypt_read_bio_put|"
      r"btrfs_fscrypt_read_bio_matches)$"),
     ("AES", r"(aes|xts|gf128|skcipher)"),
