@@ -58,7 +58,9 @@
  * subvolume (its counts must be the model's), and a change of a file's or
  * directory's compression setting; writes are of data that compresses
  * (make_data()) three times in four to a file
- * with such a setting, one time in six to any other.  A fixed prologue
+ * with such a setting, one time in six to any other; one reflink in three
+ * goes into a per-extent file of the other master key when there is one
+ * (rekeys leave each snapshot under one key).  A fixed prologue
  * first makes files in every directory, of both key modes, and meets each
  * reflink and rename outcome above once, a rekey done (of the first
  * snapshot) and one refused (of sv), the property zstd on a directory with
@@ -887,10 +889,30 @@ static void reflink_files(struct sfile *s, struct sfile *d)
 	close(sfd);
 }
 
+/*
+ * A random live per-extent file of another master key than @s, or NULL:
+ * rekeys leave each snapshot under one key, so that random pairs seldom
+ * cross keys.
+ */
+static struct sfile *pick_other_key(const struct sfile *s)
+{
+	int idx[MAX_FILES], n = 0, i;
+
+	for (i = 0; i < MAX_FILES; i++)
+		if (files[i].used && !files[i].bad && files[i].pol &&
+		    files[i].pol != s->pol && files[i].km == KM_EXTENT)
+			idx[n++] = i;
+	return n ? &files[idx[rnd((size_t)n)]] : NULL;
+}
+
 static void op_reflink(void)
 {
-	struct sfile *s = pick_file(), *d = rnd(5) ? pick_file() : s;
+	struct sfile *s = pick_file(), *d = rnd(5) ? pick_file() : s, *x;
 
+	/* one time in three, into a file of the other key if there is one */
+	if (s && s->pol && s->km == KM_EXTENT && rnd(3) == 0 &&
+	    (x = pick_other_key(s)))
+		d = x;
 	if (s && d)
 		reflink_files(s, d);
 }
