@@ -169,6 +169,11 @@ static int switch_events(int on, char *failed, size_t size)
 			ret = -1;
 		}
 	}
+	/* tracing_on is global, and an earlier test may have left it off */
+	if (on && write_file(TRACEFS "/tracing_on", "1", 1) && !ret) {
+		snprintf(failed, size, "%s", TRACEFS "/tracing_on");
+		ret = -1;
+	}
 	return ret;
 }
 

@@ -33,6 +33,10 @@ static void tracing(int on)
 	if (write_file(TRACEFS "/events/fscrypt/enable", on ? "1" : "0", 1))
 		lab_die("cannot %s fscrypt events in " TRACEFS ": %s",
 			on ? "enable" : "disable", strerror(errno));
+	/* tracing_on is global, and an earlier test may have left it off */
+	if (on && write_file(TRACEFS "/tracing_on", "1", 1))
+		lab_die("cannot turn tracing on in " TRACEFS ": %s",
+			strerror(errno));
 }
 
 /* open() the entry of @dir whose inode is @ino; -1 with errno on failure. */

@@ -37,12 +37,22 @@ static int switch_events(const char *v)
 	return ret;
 }
 
+/* tracing_on as lab_trace_start() found it, for lab_trace_stop() to restore */
+static char tracing_was[2] = "1";
+
 int lab_trace_start(void)
 {
+	size_t len;
+	char *was;
 	int fd;
 
 	if (access(TRACEFS "/events/fscrypt/fscrypt_extent_lookup", F_OK))
 		return -1;
+	/* tracing_on is global: the tests that run after this one expect it kept */
+	was = read_file(TRACEFS "/tracing_on", &len);
+	if (was && len && (was[0] == '0' || was[0] == '1'))
+		tracing_was[0] = was[0];
+	free(was);
 	if (put(TRACEFS "/tracing_on", "0"))
 		return -1;
 	/* opening "trace" for writing with O_TRUNC empties the buffer */
@@ -75,6 +85,7 @@ int lab_trace_stop(struct lab_trace_count *c)
 	put(TRACEFS "/tracing_on", "0");
 	switch_events("0");
 	text = read_file(TRACEFS "/trace", &len);
+	put(TRACEFS "/tracing_on", tracing_was);
 	if (!text)
 		return -1;
 	next = text;
