@@ -3248,47 +3248,46 @@ static void errnos_text(struct text *tp)
 	*tp = t;
 }
 
+/* Print one section of the summary from @t and keep it in @out_dir as @file. */
+static void emit_section(struct text *t, const char *title, const char *file)
+{
+	char path[PATH_MAX];
+
+	printf("\n== %s\n%s", title, t->buf);
+	if (out_dir) {
+		PATHF(path, "%s/%s", out_dir, file);
+		write_file(path, t->buf, t->len);
+	}
+	t->len = 0;
+	t->buf[0] = '\0';
+}
+
 static void write_summary(double secs)
 {
 	struct text t = { .cap = 65536 };
-	char path[PATH_MAX];
+	char path[PATH_MAX], title[64];
 
 	t.buf = lab_xmalloc(t.cap);
 	t.buf[0] = '\0';
 	summary_text(&t, secs);
-	printf("\n== summary (seed 0x%llx)\n%s", (unsigned long long)seed, t.buf);
-	if (out_dir) {
-		PATHF(path, "%s/summary.tsv", out_dir);
-		write_file(path, t.buf, t.len);
-	}
-	t.len = 0;
-	t.buf[0] = '\0';
+	snprintf(title, sizeof(title), "summary (seed 0x%llx)",
+		 (unsigned long long)seed);
+	emit_section(&t, title, "summary.tsv");
 	errnos_text(&t);
-	printf("\n== clean errors: images with each errno, and operations by errno\n%s", t.buf);
+	emit_section(&t, "clean errors: images with each errno, and operations by errno",
+		     "errnos.tsv");
 	if (out_dir) {
-		PATHF(path, "%s/errnos.tsv", out_dir);
-		write_file(path, t.buf, t.len);
 		PATHF(path, "%s/images.tsv", out_dir);
 		write_file(path, st.images_tsv.buf, st.images_tsv.len);
 		PATHF(path, "%s/bugs.tsv", out_dir);
 		write_file(path, st.bug_list.buf, st.bug_list.len);
 	}
-	t.len = 0;
-	t.buf[0] = '\0';
 	seed_text(&t);
-	printf("\n== the seed image by subvolume (seed.tsv; inode and extent contexts by master key)\n%s", t.buf);
-	if (out_dir) {
-		PATHF(path, "%s/seed.tsv", out_dir);
-		write_file(path, t.buf, t.len);
-	}
-	t.len = 0;
-	t.buf[0] = '\0';
+	emit_section(&t, "the seed image by subvolume (seed.tsv; inode and extent contexts by master key)",
+		     "seed.tsv");
 	trace_text(&t);
-	printf("\n== the trace probe of the seed's features (trace.tsv)\n%s", t.buf);
-	if (out_dir) {
-		PATHF(path, "%s/trace.tsv", out_dir);
-		write_file(path, t.buf, t.len);
-	}
+	emit_section(&t, "the trace probe of the seed's features (trace.tsv)",
+		     "trace.tsv");
 	if (st.bug_list.len)
 		printf("\n== bugs (image, what)\n%s", st.bug_list.buf);
 	free(t.buf);
